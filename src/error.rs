@@ -1,0 +1,98 @@
+//! The one error type of the crate.
+
+use std::fmt;
+
+/// Everything that can go wrong with input a caller hands to teenygrad.
+///
+/// Programmer errors the type system cannot catch (for example two runtime-sized batch axes of
+/// different lengths meeting in an operator) panic instead, with a message naming both shapes;
+/// every such panic has a `try_` twin returning this error.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// A flat buffer's length does not match the element count of the shape it should fill.
+    LengthMismatch {
+        /// The shape the buffer was meant for.
+        shape: Vec<usize>,
+        /// The element count of that shape.
+        expected: usize,
+        /// The length that was given.
+        got: usize,
+    },
+    /// Two shapes that an operation needs to agree do not.
+    ShapeMismatch {
+        /// The operation, e.g. `"add"` or `"matmul"`.
+        op: &'static str,
+        /// The left operand's shape.
+        lhs: Vec<usize>,
+        /// The right operand's shape.
+        rhs: Vec<usize>,
+        /// The rule that was broken, in words.
+        rule: &'static str,
+    },
+    /// An axis index outside `0..rank`.
+    AxisOutOfRange {
+        /// The axis asked for (as given; negative axes count from the end).
+        axis: isize,
+        /// The rank of the shape.
+        rank: usize,
+    },
+    /// An axis list that is not what the operation needs (repeated axes, not a permutation, ...).
+    InvalidAxes {
+        /// The axes given.
+        axes: Vec<usize>,
+        /// The rank of the shape.
+        rank: usize,
+        /// What was wrong.
+        reason: &'static str,
+    },
+    /// A shape whose element count does not fit in `usize`.
+    ShapeOverflow {
+        /// The offending shape.
+        shape: Vec<usize>,
+    },
+    /// Bad outside data: a file or record that could not be read.
+    Data {
+        /// Where: a file name and line, or another locator.
+        location: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// An I/O failure, with the path involved.
+    Io {
+        /// The path that was read or written.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::LengthMismatch { shape, expected, got } => write!(
+                f,
+                "a buffer of length {got} cannot fill shape {shape:?}, which holds {expected} elements"
+            ),
+            Error::ShapeMismatch { op, lhs, rhs, rule } => {
+                write!(f, "{op}: shapes {lhs:?} and {rhs:?} are incompatible ({rule})")
+            }
+            Error::AxisOutOfRange { axis, rank } => {
+                write!(f, "axis {axis} is out of range for a tensor of rank {rank}")
+            }
+            Error::InvalidAxes { axes, rank, reason } => {
+                write!(f, "axes {axes:?} are invalid for rank {rank}: {reason}")
+            }
+            Error::ShapeOverflow { shape } => {
+                write!(f, "shape {shape:?} has more elements than fit in usize")
+            }
+            Error::Data { location, message } => write!(f, "{location}: {message}"),
+            Error::Io { path, message } => write!(f, "{path}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The crate's `Result`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
