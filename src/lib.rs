@@ -4,10 +4,22 @@
 //! the untyped [`lazy`] buffer that records operations and fuses them when realized, and kernels over
 //! flat `Vec<f32>` storage.
 
+pub(crate) mod autograd;
 pub mod data;
 pub mod error;
 pub mod lazy;
 pub mod shape;
+pub mod tensor;
 
 pub use error::{Error, Result};
 pub use rand;
+
+/// Everything a model-writing user needs, in one import.
+pub mod prelude {
+    pub use crate::error::{Error, Result};
+    pub use crate::shape::{
+        Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, Const, ConstShape, Dim, One, Rank0, Rank1, Rank2, Rank3,
+        Rank4, Rank5, Rank6, Shape,
+    };
+    pub use crate::tensor::{GradMode, NoGrad, Tensor, Tracked};
+}

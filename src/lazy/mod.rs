@@ -1,1 +1,317 @@
-//! Placeholder.
+//! The lazy buffer: an untyped graph of operations over runtime shapes, run only when a result is
+//! needed.
+//!
+//! Every operation on a [`LazyBuffer`] records a node and returns at once. Movement operations
+//! (reshape, permute, expand, pad, shrink) only change the [`View`] and copy nothing. Reading
+//! values ([`LazyBuffer::to_vec`]) or calling [`LazyBuffer::realize`] schedules the graph into
+//! kernels: chains of elementwise operations, through views and into a trailing reduction, run as
+//! one fused pass; matrix products run on `matrixmultiply`. A realized node keeps its buffer and
+//! drops its inputs, so graphs do not grow across training steps.
+//!
+//! Shapes are trusted here: the typed layer checks them once. Mismatches are programmer errors and
+//! panic with both shapes named.
+//!
+//! ```
+//! use teenygrad::lazy::{LazyBuffer, stats};
+//! let x = LazyBuffer::from_vec(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+//! stats::reset();
+//! let y = x.mul(&x).add(&LazyBuffer::full(&[2, 2], 1.0)).sum(&[1]);
+//! assert_eq!(stats::get().kernels, 0, "nothing runs before a read");
+//! assert_eq!(y.to_vec(), vec![7.0, 27.0]);
+//! assert_eq!(stats::get().kernels, 1, "x*x+1 and the sum ran as one kernel");
+//! ```
+
+mod kernel;
+mod matmul;
+mod node;
+pub mod ops;
+pub mod reference;
+mod schedule;
+pub mod stats;
+mod view;
+
+use std::sync::Arc;
+
+use rand::Rng;
+
+use crate::error::{Error, Result};
+use crate::shape::runtime::{broadcast_shapes, check_permutation, checked_numel, numel};
+pub use node::nodes_alive;
+use node::{Node, Op, State};
+pub use ops::{BinaryOp, ReduceOp, UnaryOp};
+pub use view::View;
+
+/// A lazily computed array of `f32`: a graph node seen through a view.
+///
+/// Cloning is cheap (an `Arc` and the view).
+#[derive(Clone, Debug)]
+pub struct LazyBuffer {
+    node: Arc<Node>,
+    view: View,
+}
+
+impl LazyBuffer {
+    fn from_node(node: Arc<Node>) -> Self {
+        let view = View::contiguous(&node.shape);
+        LazyBuffer { node, view }
+    }
+
+    fn pending(shape: Vec<usize>, op: Op) -> Self {
+        Self::from_node(Node::new(shape, State::Pending(op)))
+    }
+
+    /// A buffer holding `data` in row-major order.
+    ///
+    /// Errors with [`Error::LengthMismatch`] (naming both lengths) if `data.len()` is not the
+    /// element count of `shape`.
+    pub fn from_vec(data: Vec<f32>, shape: &[usize]) -> Result<Self> {
+        let expected = checked_numel(shape)?;
+        if data.len() != expected {
+            return Err(Error::LengthMismatch {
+                shape: shape.to_vec(),
+                expected,
+                got: data.len(),
+            });
+        }
+        Ok(Self::from_node(Node::new(
+            shape.to_vec(),
+            State::Realized(Arc::new(data)),
+        )))
+    }
+
+    /// Every element `value`. Stores one element, broadcast through a view.
+    pub fn full(shape: &[usize], value: f32) -> Self {
+        let one = Self::from_node(Node::new(
+            vec![1; shape.len()],
+            State::Realized(Arc::new(vec![value])),
+        ));
+        one.expand(shape)
+    }
+
+    /// Independent samples, uniform in `[low, high)`, drawn from `rng` in row-major order.
+    pub fn rand_uniform<R: Rng + ?Sized>(shape: &[usize], low: f32, high: f32, rng: &mut R) -> Self {
+        let data = (0..numel(shape))
+            .map(|_| low + (high - low) * rng.random::<f32>())
+            .collect();
+        Self::from_vec(data, shape).expect("length matches by construction")
+    }
+
+    /// Independent normal samples (Box–Muller in f64) drawn from `rng` in row-major order.
+    pub fn rand_normal<R: Rng + ?Sized>(shape: &[usize], mean: f32, std: f32, rng: &mut R) -> Self {
+        let n = numel(shape);
+        let mut data = Vec::with_capacity(n);
+        while data.len() < n {
+            // 1 - u keeps the logarithm's argument in (0, 1].
+            let u1 = 1.0 - rng.random::<f64>();
+            let u2 = rng.random::<f64>();
+            let radius = (-2.0 * u1.ln()).sqrt();
+            let angle = std::f64::consts::TAU * u2;
+            for z in [radius * angle.cos(), radius * angle.sin()] {
+                if data.len() < n {
+                    data.push(mean + std * z as f32);
+                }
+            }
+        }
+        Self::from_vec(data, shape).expect("length matches by construction")
+    }
+
+    /// The logical shape.
+    pub fn shape(&self) -> &[usize] {
+        self.view.shape()
+    }
+
+    /// The view onto the underlying node's output.
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// The number of elements.
+    pub fn numel(&self) -> usize {
+        self.view.numel()
+    }
+
+    /// True once the underlying node holds its buffer.
+    pub fn is_realized(&self) -> bool {
+        self.node.buffer().is_some()
+    }
+
+    /// A stable identity for the underlying node (views of one node share it).
+    pub fn node_id(&self) -> u64 {
+        self.node.id
+    }
+
+    fn same_shape(&self, other: &LazyBuffer, op: &str) {
+        assert_eq!(
+            self.shape(),
+            other.shape(),
+            "{op}: lazy operands must have equal shapes, got {:?} and {:?}",
+            self.shape(),
+            other.shape()
+        );
+    }
+
+    /// An elementwise operation of one input.
+    pub fn unary(&self, op: UnaryOp) -> Self {
+        Self::pending(self.shape().to_vec(), Op::Unary(op, self.clone()))
+    }
+
+    /// An elementwise operation of two inputs of the same shape.
+    pub fn binary(&self, op: BinaryOp, other: &LazyBuffer) -> Self {
+        self.same_shape(other, "binary op");
+        Self::pending(self.shape().to_vec(), Op::Binary(op, self.clone(), other.clone()))
+    }
+
+    /// `self != 0 ? a : b`, all three of one shape.
+    pub fn where_(&self, a: &LazyBuffer, b: &LazyBuffer) -> Self {
+        self.same_shape(a, "where");
+        self.same_shape(b, "where");
+        Self::pending(self.shape().to_vec(), Op::Where(self.clone(), a.clone(), b.clone()))
+    }
+
+    /// Reduces `axes` to size 1 (the rank is kept).
+    pub fn reduce(&self, op: ReduceOp, axes: &[usize]) -> Self {
+        let mut shape = self.shape().to_vec();
+        let mut axes = axes.to_vec();
+        axes.sort_unstable();
+        axes.dedup();
+        for &a in &axes {
+            assert!(a < shape.len(), "reduce: axis {a} out of range for shape {shape:?}");
+            shape[a] = 1;
+        }
+        Self::pending(shape, Op::Reduce(op, self.clone(), axes))
+    }
+
+    /// Sum over `axes`, keeping them as size 1.
+    pub fn sum(&self, axes: &[usize]) -> Self {
+        self.reduce(ReduceOp::Sum, axes)
+    }
+
+    /// Maximum over `axes`, keeping them as size 1.
+    pub fn max(&self, axes: &[usize]) -> Self {
+        self.reduce(ReduceOp::Max, axes)
+    }
+
+    /// Batched matrix product: `[.., m, k] x [.., k, n] -> [.., m, n]`, batch axes equal.
+    pub fn matmul(&self, other: &LazyBuffer) -> Self {
+        let (a, b) = (self.shape(), other.shape());
+        let rank = a.len();
+        assert!(
+            rank >= 2 && b.len() == rank && a[..rank - 2] == b[..rank - 2] && a[rank - 1] == b[rank - 2],
+            "matmul: shapes {a:?} and {b:?} are not [.., m, k] x [.., k, n] with equal batch axes"
+        );
+        let mut shape = a.to_vec();
+        shape[rank - 1] = b[rank - 1];
+        Self::pending(shape, Op::MatMul(self.clone(), other.clone()))
+    }
+
+    /// A row-major copy of this view (a no-op if it already is one).
+    pub fn contiguous(&self) -> Self {
+        if self.view.is_contiguous() && self.node.shape == self.shape() {
+            return self.clone();
+        }
+        Self::pending(self.shape().to_vec(), Op::Contiguous(self.clone()))
+    }
+
+    fn with_view(&self, view: View) -> Self {
+        LazyBuffer {
+            node: self.node.clone(),
+            view,
+        }
+    }
+
+    /// The same elements as `shape`. Copies (lazily) only when the view cannot be reshaped in place.
+    pub fn reshape(&self, shape: &[usize]) -> Self {
+        assert_eq!(
+            checked_numel(shape).ok(),
+            Some(self.numel()),
+            "reshape: {:?} and {shape:?} hold different element counts",
+            self.shape()
+        );
+        match self.view.reshape(shape) {
+            Some(view) => self.with_view(view),
+            None => {
+                let copy = self.contiguous();
+                let view = copy.view.reshape(shape).expect("contiguous views reshape");
+                copy.with_view(view)
+            }
+        }
+    }
+
+    /// Reorders axes: axis `d` of the result is axis `order[d]`.
+    pub fn permute(&self, order: &[usize]) -> Self {
+        if let Err(e) = check_permutation(order, self.shape().len()) {
+            panic!("permute of shape {:?}: {e}", self.shape());
+        }
+        self.with_view(self.view.permute(order))
+    }
+
+    /// Broadcasts size-1 axes (and missing leading axes) to `shape`.
+    pub fn expand(&self, shape: &[usize]) -> Self {
+        let ok = broadcast_shapes(self.shape(), shape).is_ok_and(|s| s == shape);
+        assert!(ok, "expand: {:?} does not broadcast to {shape:?}", self.shape());
+        let lifted = if self.shape().len() < shape.len() {
+            let mut lifted = vec![1; shape.len() - self.shape().len()];
+            lifted.extend_from_slice(self.shape());
+            self.reshape(&lifted)
+        } else {
+            self.clone()
+        };
+        lifted.with_view(lifted.view.expand(shape))
+    }
+
+    /// Pads axis `d` with `pads[d].0` zeros before and `pads[d].1` after.
+    pub fn pad(&self, pads: &[(usize, usize)]) -> Self {
+        assert_eq!(pads.len(), self.shape().len(), "pad: one (before, after) per axis");
+        self.with_view(self.view.pad(pads))
+    }
+
+    /// Keeps `ranges[d] = (start, end)` of axis `d`.
+    pub fn shrink(&self, ranges: &[(usize, usize)]) -> Self {
+        let ok = ranges.len() == self.shape().len()
+            && ranges.iter().zip(self.shape()).all(|(&(s, e), &d)| s <= e && e <= d);
+        assert!(ok, "shrink: ranges {ranges:?} do not fit shape {:?}", self.shape());
+        self.with_view(self.view.shrink(ranges))
+    }
+
+    /// Computes this buffer's node (and whatever it needs) now.
+    pub fn realize(&self) -> &Self {
+        schedule::realize(&[self]);
+        self
+    }
+
+    /// Realizes several buffers in one schedule, so work they share runs once.
+    pub fn realize_all(buffers: &[&LazyBuffer]) {
+        schedule::realize(buffers);
+    }
+
+    /// The values in row-major order of the logical shape (realizes first).
+    pub fn to_vec(&self) -> Vec<f32> {
+        self.realize();
+        let buf = self.node.buffer().expect("realized above");
+        if self.view.is_contiguous() && buf.len() == self.numel() {
+            return buf.as_ref().clone();
+        }
+        let mut out = vec![0.0; self.numel()];
+        kernel::gather(&buf, &self.view, 0, &mut out);
+        out
+    }
+
+    // Convenience wrappers, one line each, for tests and the layers above.
+
+    /// `self + other`
+    pub fn add(&self, other: &LazyBuffer) -> Self {
+        self.binary(BinaryOp::Add, other)
+    }
+    /// `self - other`
+    pub fn sub(&self, other: &LazyBuffer) -> Self {
+        self.binary(BinaryOp::Sub, other)
+    }
+    /// `self * other`
+    pub fn mul(&self, other: &LazyBuffer) -> Self {
+        self.binary(BinaryOp::Mul, other)
+    }
+    /// `self / other`
+    pub fn div(&self, other: &LazyBuffer) -> Self {
+        self.binary(BinaryOp::Div, other)
+    }
+}

@@ -1,0 +1,341 @@
+//! The fused elementwise (+ reduce) kernel: a small program over its leaves, run in cache-sized
+//! blocks, so a chain of operations reads each input once and writes one output with no
+//! full-size temporaries.
+
+use std::sync::Arc;
+
+use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
+use super::view::View;
+use crate::shape::runtime::numel;
+
+/// Elements per block: a few blocks of every live value fit in L1/L2 together.
+pub(crate) const BLOCK: usize = 1024;
+
+/// An input of a kernel: a realized buffer read through a view of the kernel's shape.
+#[derive(Clone, Debug)]
+pub(crate) struct Leaf {
+    pub(crate) buf: Arc<Vec<f32>>,
+    pub(crate) view: View,
+}
+
+/// One step of a kernel program. Operands index the kernel's values: leaves first, then the
+/// results of earlier instructions.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Instr {
+    Unary(UnaryOp, usize),
+    Binary(BinaryOp, usize, usize),
+    Where(usize, usize, usize),
+}
+
+impl Instr {
+    fn operands(&self) -> Vec<usize> {
+        match *self {
+            Instr::Unary(_, a) => vec![a],
+            Instr::Binary(_, a, b) => vec![a, b],
+            Instr::Where(c, a, b) => vec![c, a, b],
+        }
+    }
+
+    pub(crate) fn name(&self) -> String {
+        match self {
+            Instr::Unary(op, _) => format!("{op:?}"),
+            Instr::Binary(op, _, _) => format!("{op:?}"),
+            Instr::Where(..) => "Where".into(),
+        }
+    }
+}
+
+/// A fused kernel: elementwise `program` over `shape`, optionally reduced over `reduce_axes`
+/// (which the output keeps as size 1). The last value is the result.
+#[derive(Debug)]
+pub(crate) struct FusedKernel {
+    pub(crate) shape: Vec<usize>,
+    pub(crate) leaves: Vec<Leaf>,
+    pub(crate) program: Vec<Instr>,
+    pub(crate) reduce: Option<(ReduceOp, Vec<usize>)>,
+}
+
+/// How a leaf is read for one block.
+enum LeafAccess {
+    /// Row-major from this buffer position.
+    Contiguous(usize),
+    /// One value everywhere: a block prefilled once.
+    Broadcast(Vec<f32>),
+    /// Anything else, gathered per block.
+    Strided(View),
+}
+
+impl FusedKernel {
+    /// Runs the kernel and returns its output, row-major.
+    pub(crate) fn run(&self) -> Vec<f32> {
+        let rank = self.shape.len();
+        let reduced: Vec<usize> = self.reduce.as_ref().map_or(vec![], |(_, axes)| axes.clone());
+        // Iterate kept axes outermost and reduced axes innermost, so each output is one run.
+        let order: Vec<usize> = (0..rank)
+            .filter(|a| !reduced.contains(a))
+            .chain(reduced.iter().copied())
+            .collect();
+        let iter_shape: Vec<usize> = order.iter().map(|&a| self.shape[a]).collect();
+        let n = numel(&iter_shape);
+        let run_len = numel(&iter_shape[rank - reduced.len()..]);
+        let out_len = if self.reduce.is_some() { numel(&iter_shape[..rank - reduced.len()]) } else { n };
+
+        let access: Vec<LeafAccess> = self
+            .leaves
+            .iter()
+            .map(|leaf| {
+                let view = leaf.view.permute(&order);
+                if view.strides().iter().all(|&s| s == 0) && view.mask().is_none() && n > 0 {
+                    LeafAccess::Broadcast(vec![leaf.buf[view.offset() as usize]; BLOCK.min(n)])
+                } else if view.mask().is_none() && view.has_contiguous_strides() {
+                    LeafAccess::Contiguous(view.offset() as usize)
+                } else {
+                    LeafAccess::Strided(view)
+                }
+            })
+            .collect();
+        let slots = assign_slots(self.leaves.len(), &self.program);
+        let slot_count = slots.iter().flatten().max().map_or(0, |&m| m + 1);
+        let mut slot_bufs: Vec<Vec<f32>> = vec![vec![0.0; BLOCK.min(n)]; slot_count];
+        let mut gathered: Vec<Vec<f32>> = access
+            .iter()
+            .map(|a| match a {
+                LeafAccess::Strided(_) => vec![0.0; BLOCK.min(n)],
+                _ => Vec::new(),
+            })
+            .collect();
+
+        let mut out = vec![0.0f32; out_len];
+        let mut sums = match &self.reduce {
+            Some((ReduceOp::Sum, _)) => vec![0.0f64; out_len],
+            Some((op, _)) => {
+                out.fill(op.identity());
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
+
+        let mut start = 0;
+        while start < n {
+            let len = BLOCK.min(n - start);
+            for ((scratch, a), leaf) in gathered.iter_mut().zip(&access).zip(&self.leaves) {
+                if let LeafAccess::Strided(view) = a {
+                    gather(&leaf.buf, view, start, &mut scratch[..len]);
+                }
+            }
+            let leaf_block = |v: usize| -> &[f32] {
+                match &access[v] {
+                    LeafAccess::Contiguous(off) => &self.leaves[v].buf[off + start..off + start + len],
+                    LeafAccess::Broadcast(block) => &block[..len],
+                    LeafAccess::Strided(_) => &gathered[v][..len],
+                }
+            };
+            for (i, instr) in self.program.iter().enumerate() {
+                let target = slots[self.leaves.len() + i].expect("instructions have slots");
+                let mut result = std::mem::take(&mut slot_bufs[target]);
+                {
+                    let value = |v: usize| -> &[f32] {
+                        if v < self.leaves.len() {
+                            leaf_block(v)
+                        } else {
+                            &slot_bufs[slots[v].expect("values have slots")][..len]
+                        }
+                    };
+                    execute(instr, &value, &mut result[..len]);
+                }
+                slot_bufs[target] = result;
+            }
+            let root = self.leaves.len() + self.program.len() - 1;
+            let values: &[f32] = if root < self.leaves.len() {
+                leaf_block(root)
+            } else {
+                &slot_bufs[slots[root].expect("root has a slot")][..len]
+            };
+            match &self.reduce {
+                None => out[start..start + len].copy_from_slice(values),
+                Some((op, _)) => accumulate(*op, values, start, run_len, &mut out, &mut sums),
+            }
+            start += len;
+        }
+        if !sums.is_empty() {
+            for (o, s) in out.iter_mut().zip(&sums) {
+                *o = *s as f32;
+            }
+        }
+        out
+    }
+
+    /// A one-line description for the trace.
+    pub(crate) fn describe(&self) -> String {
+        let ops: Vec<String> = self.program.iter().map(Instr::name).collect();
+        match &self.reduce {
+            Some((op, axes)) => format!(
+                "fused [{}] -> reduce {op:?} over {axes:?} of {:?}, {} inputs",
+                ops.join(" "),
+                self.shape,
+                self.leaves.len()
+            ),
+            None => format!("fused [{}] over {:?}, {} inputs", ops.join(" "), self.shape, self.leaves.len()),
+        }
+    }
+}
+
+/// Gives every instruction result a block buffer, reusing buffers whose value is dead. Leaves get
+/// none (they are read in place or gathered). An instruction never writes a slot it reads.
+fn assign_slots(leaves: usize, program: &[Instr]) -> Vec<Option<usize>> {
+    let total = leaves + program.len();
+    let mut last_use = vec![0usize; total];
+    for (i, instr) in program.iter().enumerate() {
+        for v in instr.operands() {
+            last_use[v] = leaves + i;
+        }
+    }
+    let mut slots = vec![None; total];
+    let mut free: Vec<usize> = Vec::new();
+    let mut next = 0;
+    for (i, instr) in program.iter().enumerate() {
+        let me = leaves + i;
+        slots[me] = Some(free.pop().unwrap_or_else(|| {
+            next += 1;
+            next - 1
+        }));
+        let mut operands = instr.operands();
+        operands.dedup();
+        for v in operands {
+            if v >= leaves && last_use[v] == me && !free.contains(&slots[v].unwrap()) {
+                free.push(slots[v].unwrap());
+            }
+        }
+    }
+    slots
+}
+
+#[inline(always)]
+fn map1(out: &mut [f32], a: &[f32], f: impl Fn(f32) -> f32) {
+    for (o, &x) in out.iter_mut().zip(a) {
+        *o = f(x);
+    }
+}
+
+#[inline(always)]
+fn map2(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = f(x, y);
+    }
+}
+
+/// Runs one instruction over a block. Each operation gets its own loop so the compiler can
+/// vectorize it.
+fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f32]) {
+    macro_rules! unary {
+        ($a:expr, $($op:ident),*) => {
+            match instr {
+                $(Instr::Unary(UnaryOp::$op, _) => map1(out, $a, |x| unary_f32(UnaryOp::$op, x)),)*
+                _ => unreachable!(),
+            }
+        };
+    }
+    macro_rules! binary {
+        ($a:expr, $b:expr, $($op:ident),*) => {
+            match instr {
+                $(Instr::Binary(BinaryOp::$op, _, _) => map2(out, $a, $b, |x, y| binary_f32(BinaryOp::$op, x, y)),)*
+                _ => unreachable!(),
+            }
+        };
+    }
+    match *instr {
+        Instr::Unary(_, a) => unary!(value(a), Neg, Exp, Log, Sqrt, Recip, Sin, Cos, Abs, Tanh, Sigmoid, Relu),
+        Instr::Binary(_, a, b) => {
+            binary!(value(a), value(b), Add, Sub, Mul, Div, Max, Min, Pow, CmpLt, CmpLe, CmpEq)
+        }
+        Instr::Where(c, a, b) => {
+            for (((o, &c), &x), &y) in out.iter_mut().zip(value(c)).zip(value(a)).zip(value(b)) {
+                *o = if c != 0.0 { x } else { y };
+            }
+        }
+    }
+}
+
+/// Folds a block of values, which covers linear positions `start..` of the iteration space, into
+/// the outputs: output `o` reduces positions `o*run_len .. (o+1)*run_len`.
+fn accumulate(op: ReduceOp, values: &[f32], start: usize, run_len: usize, out: &mut [f32], sums: &mut [f64]) {
+    let mut pos = start;
+    let end = start + values.len();
+    while pos < end {
+        let o = pos / run_len;
+        let run_end = ((o + 1) * run_len).min(end);
+        let segment = &values[pos - start..run_end - start];
+        match op {
+            // f32 partial sums of at most one block, accumulated in f64 across blocks.
+            ReduceOp::Sum => sums[o] += sum_f32(segment) as f64,
+            _ => out[o] = segment.iter().fold(out[o], |acc, &x| reduce_step_f32(op, acc, x)),
+        }
+        pos = run_end;
+    }
+}
+
+/// A sum in eight lanes, so it vectorizes; error grows with the block length, not the tensor's.
+fn sum_f32(values: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let chunks = values.chunks_exact(8);
+    let tail: f32 = chunks.remainder().iter().sum();
+    for chunk in chunks {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane += x;
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// Copies elements `start .. start + out.len()` (row-major over `view`'s shape) of `buf` seen
+/// through `view` into `out`; masked elements read as 0.
+pub(crate) fn gather(buf: &[f32], view: &View, start: usize, out: &mut [f32]) {
+    let shape = view.shape();
+    let strides = view.strides();
+    let rank = shape.len();
+    if rank == 0 {
+        if let Some(o) = out.first_mut() {
+            *o = view.position(&[]).map_or(0.0, |p| buf[p as usize]);
+        }
+        return;
+    }
+    let last = rank - 1;
+    let mut index = vec![0usize; rank];
+    let mut rest = start;
+    for d in (0..rank).rev() {
+        index[d] = rest % shape[d];
+        rest /= shape[d];
+    }
+    let full = (0, shape[last]);
+    let (lo, hi) = view.mask().map_or(full, |m| m[last]);
+    let stride = strides[last];
+    let mut written = 0;
+    while written < out.len() {
+        let count = (out.len() - written).min(shape[last] - index[last]);
+        let row = &mut out[written..written + count];
+        let outer_visible = view
+            .mask()
+            .is_none_or(|m| (0..last).all(|d| index[d] >= m[d].0 && index[d] < m[d].1));
+        let base = view.offset() + (0..last).map(|d| index[d] as isize * strides[d]).sum::<isize>();
+        if !outer_visible {
+            row.fill(0.0);
+        } else if stride == 1 && lo == 0 && hi == shape[last] {
+            let from = (base + index[last] as isize) as usize;
+            row.copy_from_slice(&buf[from..from + count]);
+        } else {
+            for (j, o) in row.iter_mut().enumerate() {
+                let i = index[last] + j;
+                *o = if i >= lo && i < hi { buf[(base + i as isize * stride) as usize] } else { 0.0 };
+            }
+        }
+        written += count;
+        index[last] += count;
+        for d in (1..rank).rev() {
+            if index[d] < shape[d] {
+                break;
+            }
+            index[d] = 0;
+            index[d - 1] += 1;
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Graph nodes: one per non-movement operation. A node is either pending (it holds its operation and
+//! so its inputs) or realized (it holds its buffer and has dropped its inputs).
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::LazyBuffer;
+use super::ops::{BinaryOp, ReduceOp, UnaryOp};
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+static NODES_ALIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// How many graph nodes exist right now, in the whole process.
+pub fn nodes_alive() -> usize {
+    NODES_ALIVE.load(Ordering::Relaxed)
+}
+
+/// What a pending node computes.
+#[derive(Clone, Debug)]
+pub(crate) enum Op {
+    Unary(UnaryOp, LazyBuffer),
+    Binary(BinaryOp, LazyBuffer, LazyBuffer),
+    /// `cond != 0 ? a : b`
+    Where(LazyBuffer, LazyBuffer, LazyBuffer),
+    /// Reduces the listed axes of the input to size 1.
+    Reduce(ReduceOp, LazyBuffer, Vec<usize>),
+    /// `[.., m, k] x [.., k, n]`, batch axes equal.
+    MatMul(LazyBuffer, LazyBuffer),
+    /// A copy of a view into a fresh row-major buffer.
+    Contiguous(LazyBuffer),
+}
+
+impl Op {
+    pub(crate) fn inputs(&self) -> Vec<&LazyBuffer> {
+        match self {
+            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) => vec![a],
+            Op::Binary(_, a, b) | Op::MatMul(a, b) => vec![a, b],
+            Op::Where(c, a, b) => vec![c, a, b],
+        }
+    }
+
+    pub(crate) fn is_elementwise(&self) -> bool {
+        matches!(self, Op::Unary(..) | Op::Binary(..) | Op::Where(..))
+    }
+
+    fn into_inputs(self) -> Vec<LazyBuffer> {
+        match self {
+            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) => vec![a],
+            Op::Binary(_, a, b) | Op::MatMul(a, b) => vec![a, b],
+            Op::Where(c, a, b) => vec![c, a, b],
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) enum State {
+    Pending(Op),
+    Realized(Arc<Vec<f32>>),
+    /// Only while a node is being dropped.
+    Dropped,
+}
+
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub(crate) id: u64,
+    /// The shape of the node's output, stored row-major once realized.
+    pub(crate) shape: Vec<usize>,
+    state: Mutex<State>,
+}
+
+impl Node {
+    pub(crate) fn new(shape: Vec<usize>, state: State) -> Arc<Node> {
+        NODES_ALIVE.fetch_add(1, Ordering::Relaxed);
+        Arc::new(Node {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            shape,
+            state: Mutex::new(state),
+        })
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves the state itself consistent (it is replaced whole).
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The buffer, if realized.
+    pub(crate) fn buffer(&self) -> Option<Arc<Vec<f32>>> {
+        match &*self.state() {
+            State::Realized(buf) => Some(buf.clone()),
+            State::Pending(_) | State::Dropped => None,
+        }
+    }
+
+    /// The operation, if pending.
+    pub(crate) fn op(&self) -> Option<Op> {
+        match &*self.state() {
+            State::Pending(op) => Some(op.clone()),
+            State::Realized(_) | State::Dropped => None,
+        }
+    }
+
+    /// Stores the result and drops the inputs.
+    pub(crate) fn set_realized(&self, buf: Arc<Vec<f32>>) {
+        let old = std::mem::replace(&mut *self.state(), State::Realized(buf));
+        drop(old);
+    }
+}
+
+impl Drop for Node {
+    /// Drops a chain of pending nodes iteratively: a 100,000-op graph would overflow the stack if
+    /// each node dropped its inputs recursively.
+    fn drop(&mut self) {
+        NODES_ALIVE.fetch_sub(1, Ordering::Relaxed);
+        let state = std::mem::replace(
+            self.state.get_mut().unwrap_or_else(|e| e.into_inner()),
+            State::Dropped,
+        );
+        let State::Pending(op) = state else { return };
+        let mut stack: Vec<Arc<Node>> = op.into_inputs().into_iter().map(|b| b.node).collect();
+        while let Some(node) = stack.pop() {
+            if let Ok(mut node) = Arc::try_unwrap(node) {
+                let state = std::mem::replace(
+                    node.state.get_mut().unwrap_or_else(|e| e.into_inner()),
+                    State::Dropped,
+                );
+                if let State::Pending(op) = state {
+                    stack.extend(op.into_inputs().into_iter().map(|b| b.node));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The primitive operations of the lazy engine and their scalar semantics, in f32 (the kernels) and
+//! f64 (the reference evaluator). Both follow IEEE 754: NaN propagates through arithmetic, `max`,
+//! `min` and reductions; comparisons with NaN are false; `log(0) = -inf`, `log(-1) = NaN`,
+//! `recip(0) = inf`, `sqrt(-1) = NaN`.
+
+/// Elementwise operations of one input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `e^x`
+    Exp,
+    /// natural logarithm
+    Log,
+    /// square root
+    Sqrt,
+    /// `1 / x`
+    Recip,
+    /// sine (radians)
+    Sin,
+    /// cosine (radians)
+    Cos,
+    /// `|x|`
+    Abs,
+    /// hyperbolic tangent
+    Tanh,
+    /// `1 / (1 + e^-x)`
+    Sigmoid,
+    /// `max(x, 0)`; NaN stays NaN
+    Relu,
+}
+
+/// Elementwise operations of two inputs of the same shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    /// `a + b`
+    Add,
+    /// `a - b`
+    Sub,
+    /// `a * b`
+    Mul,
+    /// `a / b`
+    Div,
+    /// the larger; NaN if either is NaN
+    Max,
+    /// the smaller; NaN if either is NaN
+    Min,
+    /// `a^b` (`powf`)
+    Pow,
+    /// `1.0` if `a < b`, else `0.0`
+    CmpLt,
+    /// `1.0` if `a <= b`, else `0.0`
+    CmpLe,
+    /// `1.0` if `a == b`, else `0.0`
+    CmpEq,
+}
+
+/// Reductions over a set of axes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// Sum; 0 over an empty axis.
+    Sum,
+    /// Maximum; `-inf` over an empty axis; NaN if any element is NaN.
+    Max,
+    /// Minimum; `+inf` over an empty axis; NaN if any element is NaN.
+    Min,
+}
+
+macro_rules! scalar_semantics {
+    ($float:ty, $unary:ident, $binary:ident, $reduce_step:ident) => {
+        #[inline(always)]
+        pub(crate) fn $unary(op: UnaryOp, x: $float) -> $float {
+            match op {
+                UnaryOp::Neg => -x,
+                UnaryOp::Exp => x.exp(),
+                UnaryOp::Log => x.ln(),
+                UnaryOp::Sqrt => x.sqrt(),
+                UnaryOp::Recip => 1.0 / x,
+                UnaryOp::Sin => x.sin(),
+                UnaryOp::Cos => x.cos(),
+                UnaryOp::Abs => x.abs(),
+                UnaryOp::Tanh => x.tanh(),
+                UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
+                UnaryOp::Relu => {
+                    if x < 0.0 {
+                        0.0
+                    } else {
+                        x
+                    }
+                }
+            }
+        }
+
+        #[inline(always)]
+        pub(crate) fn $binary(op: BinaryOp, a: $float, b: $float) -> $float {
+            match op {
+                BinaryOp::Add => a + b,
+                BinaryOp::Sub => a - b,
+                BinaryOp::Mul => a * b,
+                BinaryOp::Div => a / b,
+                BinaryOp::Max => {
+                    if a > b || a.is_nan() {
+                        a
+                    } else {
+                        b
+                    }
+                }
+                BinaryOp::Min => {
+                    if a < b || a.is_nan() {
+                        a
+                    } else {
+                        b
+                    }
+                }
+                BinaryOp::Pow => a.powf(b),
+                BinaryOp::CmpLt => (a < b) as u8 as $float,
+                BinaryOp::CmpLe => (a <= b) as u8 as $float,
+                BinaryOp::CmpEq => (a == b) as u8 as $float,
+            }
+        }
+
+        /// One step of a reduction: folds `x` into the accumulator `acc`.
+        #[inline(always)]
+        pub(crate) fn $reduce_step(op: ReduceOp, acc: $float, x: $float) -> $float {
+            match op {
+                ReduceOp::Sum => acc + x,
+                ReduceOp::Max => $binary(BinaryOp::Max, acc, x),
+                ReduceOp::Min => $binary(BinaryOp::Min, acc, x),
+            }
+        }
+    };
+}
+
+scalar_semantics!(f32, unary_f32, binary_f32, reduce_step_f32);
+scalar_semantics!(f64, unary_f64, binary_f64, reduce_step_f64);
+
+impl ReduceOp {
+    /// The value of the reduction over no elements.
+    pub fn identity(self) -> f32 {
+        match self {
+            ReduceOp::Sum => 0.0,
+            ReduceOp::Max => f32::NEG_INFINITY,
+            ReduceOp::Min => f32::INFINITY,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_values() {
+        assert_eq!(unary_f32(UnaryOp::Neg, 2.0), -2.0);
+        assert_eq!(unary_f32(UnaryOp::Relu, -3.0), 0.0);
+        assert_eq!(unary_f32(UnaryOp::Sigmoid, 0.0), 0.5);
+        assert_eq!(binary_f32(BinaryOp::Pow, 2.0, 10.0), 1024.0);
+        assert_eq!(binary_f32(BinaryOp::CmpLe, 1.0, 1.0), 1.0);
+        assert_eq!(reduce_step_f32(ReduceOp::Min, 3.0, -1.0), -1.0);
+    }
+
+    #[test]
+    fn ieee_edges() {
+        assert_eq!(unary_f32(UnaryOp::Log, 0.0), f32::NEG_INFINITY);
+        assert!(unary_f32(UnaryOp::Log, -1.0).is_nan());
+        assert_eq!(unary_f32(UnaryOp::Recip, 0.0), f32::INFINITY);
+        assert!(unary_f32(UnaryOp::Relu, f32::NAN).is_nan());
+        assert!(binary_f32(BinaryOp::Max, f32::NAN, 1.0).is_nan());
+        assert!(binary_f32(BinaryOp::Max, 1.0, f32::NAN).is_nan());
+        assert!(binary_f32(BinaryOp::Min, 1.0, f32::NAN).is_nan());
+        assert_eq!(binary_f32(BinaryOp::CmpEq, f32::NAN, f32::NAN), 0.0);
+        assert_eq!(unary_f32(UnaryOp::Sigmoid, -1000.0), 0.0);
+        assert_eq!(unary_f32(UnaryOp::Sigmoid, 1000.0), 1.0);
+    }
+}

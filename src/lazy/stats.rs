@@ -1,0 +1,55 @@
+//! What the engine did: counters of kernels run, operations fused, bytes allocated and time spent
+//! realizing, kept per thread (realization runs on the calling thread), and an optional trace.
+//!
+//! Set `TEENYGRAD_DEBUG=1` to print one line per kernel to stderr: its kind, operations, shape and
+//! time.
+
+use std::cell::Cell;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// A snapshot of the counters of the current thread.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Kernels run (fused elementwise/reduce passes, matmuls, copies).
+    pub kernels: u64,
+    /// Primitive operations executed inside kernels (an 8-op chain into a sum counts 9).
+    pub ops_fused: u64,
+    /// Bytes of output buffers allocated by kernels.
+    pub bytes_allocated: u64,
+    /// Wall time spent realizing.
+    pub realize_time: Duration,
+}
+
+thread_local! {
+    static STATS: Cell<Stats> = const { Cell::new(Stats {
+        kernels: 0,
+        ops_fused: 0,
+        bytes_allocated: 0,
+        realize_time: Duration::ZERO,
+    }) };
+}
+
+/// The counters of the current thread since the last [`reset`].
+pub fn get() -> Stats {
+    STATS.with(Cell::get)
+}
+
+/// Zeroes the counters of the current thread.
+pub fn reset() {
+    STATS.with(|s| s.set(Stats::default()));
+}
+
+pub(crate) fn update(f: impl FnOnce(&mut Stats)) {
+    STATS.with(|cell| {
+        let mut stats = cell.get();
+        f(&mut stats);
+        cell.set(stats);
+    });
+}
+
+/// True when `TEENYGRAD_DEBUG` is set to anything but `0` or empty.
+pub(crate) fn tracing() -> bool {
+    static TRACE: OnceLock<bool> = OnceLock::new();
+    *TRACE.get_or_init(|| std::env::var("TEENYGRAD_DEBUG").is_ok_and(|v| !v.is_empty() && v != "0"))
+}

@@ -1,0 +1,452 @@
+//! Views: how a logical shape maps onto a flat buffer. Every movement op (reshape, permute, expand,
+//! pad, shrink) is a change of view and copies nothing.
+//!
+//! An element at multi-index `i` lives at `offset + Σ i[d]·strides[d]`, unless `mask` is present and
+//! `i[d]` falls outside `mask[d]` for some `d`, in which case it reads as `0.0` (padding).
+
+use crate::shape::runtime::{contiguous_strides, numel};
+
+/// A strided, optionally masked window onto a flat buffer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct View {
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+    offset: isize,
+    mask: Option<Vec<(usize, usize)>>,
+}
+
+impl View {
+    /// The row-major view of a fresh buffer of `shape`.
+    pub fn contiguous(shape: &[usize]) -> Self {
+        View {
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+            mask: None,
+        }
+    }
+
+    /// The logical shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The stride of each axis, in elements.
+    pub fn strides(&self) -> &[isize] {
+        &self.strides
+    }
+
+    /// The buffer position of the element at index zero.
+    pub fn offset(&self) -> isize {
+        self.offset
+    }
+
+    /// The valid range of each axis, if the view is padded.
+    pub fn mask(&self) -> Option<&[(usize, usize)]> {
+        self.mask.as_deref()
+    }
+
+    /// The number of logical elements.
+    pub fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+
+    /// True if element `i` of the view is element `i` of the buffer.
+    pub fn is_contiguous(&self) -> bool {
+        self.offset == 0 && self.mask.is_none() && self.has_contiguous_strides()
+    }
+
+    /// True if the strides are row-major for the shape (size-1 axes may have any stride).
+    pub fn has_contiguous_strides(&self) -> bool {
+        let expected = contiguous_strides(&self.shape);
+        self.shape
+            .iter()
+            .zip(self.strides.iter().zip(&expected))
+            .all(|(&d, (s, e))| d <= 1 || s == e)
+    }
+
+    /// If every unmasked element sits at `offset + linear_index * step` for one `step`, that step.
+    fn linear_step(&self) -> Option<isize> {
+        if self.mask.is_some() {
+            return None;
+        }
+        let cstrides = contiguous_strides(&self.shape);
+        let mut step = None;
+        for ((&d, &s), &c) in self.shape.iter().zip(&self.strides).zip(&cstrides) {
+            if d <= 1 {
+                continue;
+            }
+            if s % c != 0 {
+                return None;
+            }
+            match step {
+                None => step = Some(s / c),
+                Some(k) if k * c == s => {}
+                Some(_) => return None,
+            }
+        }
+        Some(step.unwrap_or(0))
+    }
+
+    /// The buffer position of the element at `index`, or `None` where the mask hides it.
+    pub fn position(&self, index: &[usize]) -> Option<isize> {
+        if let Some(mask) = &self.mask
+            && index.iter().zip(mask).any(|(&i, &(lo, hi))| i < lo || i >= hi)
+        {
+            return None;
+        }
+        Some(
+            self.offset
+                + index
+                    .iter()
+                    .zip(&self.strides)
+                    .map(|(&i, &s)| i as isize * s)
+                    .sum::<isize>(),
+        )
+    }
+
+    /// The lowest and one-past-highest buffer positions any unmasked element touches, or `None` if
+    /// the view shows no element of the buffer.
+    pub fn extent(&self) -> Option<(isize, isize)> {
+        let (mut lo, mut hi) = (self.offset, self.offset);
+        for d in 0..self.shape.len() {
+            let (first, end) = match &self.mask {
+                Some(mask) => mask[d],
+                None => (0, self.shape[d]),
+            };
+            if first >= end {
+                return None;
+            }
+            let (a, b) = (
+                first as isize * self.strides[d],
+                (end - 1) as isize * self.strides[d],
+            );
+            lo += a.min(b);
+            hi += a.max(b);
+        }
+        Some((lo, hi + 1))
+    }
+
+    /// Reorders the axes: axis `d` of the result is axis `order[d]` of `self`.
+    pub fn permute(&self, order: &[usize]) -> Self {
+        View {
+            shape: order.iter().map(|&a| self.shape[a]).collect(),
+            strides: order.iter().map(|&a| self.strides[a]).collect(),
+            offset: self.offset,
+            mask: self
+                .mask
+                .as_ref()
+                .map(|m| order.iter().map(|&a| m[a]).collect()),
+        }
+    }
+
+    /// Broadcasts size-1 axes to `shape` (same rank) by giving them stride 0.
+    pub fn expand(&self, shape: &[usize]) -> Self {
+        debug_assert_eq!(shape.len(), self.shape.len());
+        let mut out = self.clone();
+        for d in 0..shape.len() {
+            if self.shape[d] != shape[d] {
+                debug_assert_eq!(self.shape[d], 1, "expand {:?} to {shape:?}", self.shape);
+                out.shape[d] = shape[d];
+                out.strides[d] = 0;
+                if let Some(mask) = &mut out.mask {
+                    mask[d] = if mask[d] == (0, 1) { (0, shape[d]) } else { (0, 0) };
+                }
+            }
+        }
+        out
+    }
+
+    /// Keeps `ranges[d]` of each axis.
+    pub fn shrink(&self, ranges: &[(usize, usize)]) -> Self {
+        let mut out = self.clone();
+        for (d, &(start, end)) in ranges.iter().enumerate() {
+            debug_assert!(start <= end && end <= self.shape[d]);
+            out.offset += start as isize * self.strides[d];
+            out.shape[d] = end - start;
+            if let Some(mask) = &mut out.mask {
+                let (lo, hi) = mask[d];
+                let lo = lo.clamp(start, end) - start;
+                let hi = hi.clamp(start, end) - start;
+                mask[d] = (lo, hi.max(lo));
+            }
+        }
+        out.drop_full_mask();
+        out
+    }
+
+    /// Adds `pads[d] = (before, after)` zeros around each axis.
+    pub fn pad(&self, pads: &[(usize, usize)]) -> Self {
+        let mut out = self.clone();
+        let mut mask = out
+            .mask
+            .take()
+            .unwrap_or_else(|| self.shape.iter().map(|&d| (0, d)).collect());
+        for (d, &(before, after)) in pads.iter().enumerate() {
+            out.offset -= before as isize * self.strides[d];
+            out.shape[d] = self.shape[d] + before + after;
+            mask[d] = (mask[d].0 + before, mask[d].1 + before);
+        }
+        out.mask = Some(mask);
+        out.drop_full_mask();
+        out
+    }
+
+    fn drop_full_mask(&mut self) {
+        if let Some(mask) = &self.mask
+            && mask.iter().zip(&self.shape).all(|(&(lo, hi), &d)| lo == 0 && hi == d)
+        {
+            self.mask = None;
+        }
+    }
+
+    /// The same elements seen as `shape`, if that needs no copy. `None` means the caller must first
+    /// make the data contiguous.
+    pub fn reshape(&self, shape: &[usize]) -> Option<Self> {
+        debug_assert_eq!(numel(shape), self.numel());
+        if self.shape == shape {
+            return Some(self.clone());
+        }
+        if self.numel() == 0 {
+            return Some(View::contiguous(shape));
+        }
+        if let Some(mask) = &self.mask {
+            return self.reshape_unit_axes(mask, shape);
+        }
+        if let Some(step) = self.linear_step() {
+            let mut out = View::contiguous(shape);
+            out.strides.iter_mut().for_each(|s| *s *= step);
+            out.offset = self.offset;
+            return Some(out);
+        }
+        self.reshape_strided(shape)
+    }
+
+    /// Reshape of a masked view that only adds or removes size-1 axes.
+    fn reshape_unit_axes(&self, mask: &[(usize, usize)], shape: &[usize]) -> Option<Self> {
+        let kept_old: Vec<usize> = (0..self.shape.len()).filter(|&d| self.shape[d] != 1).collect();
+        let kept_new: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
+        let same = kept_old.len() == kept_new.len()
+            && kept_old.iter().zip(&kept_new).all(|(&o, &n)| self.shape[o] == shape[n]);
+        if !same {
+            return None;
+        }
+        // A removed size-1 axis must show its element, or the whole view would be empty.
+        if (0..self.shape.len()).any(|d| self.shape[d] == 1 && mask[d] != (0, 1)) {
+            return None;
+        }
+        let mut out = View {
+            shape: shape.to_vec(),
+            strides: vec![0; shape.len()],
+            offset: self.offset,
+            mask: Some(vec![(0, 1); shape.len()]),
+        };
+        for (&o, &n) in kept_old.iter().zip(&kept_new) {
+            out.strides[n] = self.strides[o];
+            out.mask.as_mut().unwrap()[n] = mask[o];
+        }
+        Some(out)
+    }
+
+    /// numpy's no-copy reshape: groups old axes and new axes into chunks of equal element count;
+    /// each chunk of old axes must be mergeable (row-major strides within it).
+    fn reshape_strided(&self, shape: &[usize]) -> Option<Self> {
+        let old: Vec<(usize, isize)> = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .filter(|(d, _)| **d != 1)
+            .map(|(&d, &s)| (d, s))
+            .collect();
+        let mut strides = vec![0isize; shape.len()];
+        let (mut oi, mut ni) = (0, 0);
+        while oi < old.len() && ni < shape.len() {
+            if shape[ni] == 1 {
+                ni += 1;
+                continue;
+            }
+            let (o_start, n_start) = (oi, ni);
+            let (mut o_count, mut n_count) = (old[oi].0, shape[ni]);
+            while o_count != n_count {
+                if o_count < n_count {
+                    oi += 1;
+                    o_count *= old.get(oi)?.0;
+                } else {
+                    ni += 1;
+                    n_count *= *shape.get(ni)?;
+                }
+            }
+            for k in o_start..oi {
+                if old[k].1 != old[k + 1].1 * old[k + 1].0 as isize {
+                    return None;
+                }
+            }
+            // Strides of the new chunk: row-major, ending in the chunk's innermost old stride.
+            let mut stride = old[oi].1;
+            for k in (n_start..=ni).rev() {
+                strides[k] = stride;
+                stride *= shape[k] as isize;
+            }
+            oi += 1;
+            ni += 1;
+        }
+        Some(View {
+            shape: shape.to_vec(),
+            strides,
+            offset: self.offset,
+            mask: None,
+        })
+    }
+
+    /// The view `outer ∘ self`: `outer` looks at the row-major layout of `self`'s shape, and `self`
+    /// maps that onto a buffer. `None` when the result is not a single strided view.
+    pub fn compose(outer: &View, inner: &View) -> Option<View> {
+        if outer.is_contiguous() {
+            return if outer.shape == inner.shape {
+                Some(inner.clone())
+            } else {
+                inner.reshape(&outer.shape)
+            };
+        }
+        if let Some(step) = inner.linear_step() {
+            return Some(View {
+                shape: outer.shape.clone(),
+                strides: outer.strides.iter().map(|s| s * step).collect(),
+                offset: inner.offset + outer.offset * step,
+                mask: outer.mask.clone(),
+            });
+        }
+        Self::compose_axiswise(outer, inner)
+    }
+
+    /// Composition when `outer` is a permutation and/or broadcast of `inner`'s axes.
+    fn compose_axiswise(outer: &View, inner: &View) -> Option<View> {
+        if outer.offset != 0 || outer.mask.is_some() {
+            return None;
+        }
+        let cstrides = contiguous_strides(&inner.shape);
+        let mut used = vec![false; inner.shape.len()];
+        let mut out = View {
+            shape: outer.shape.clone(),
+            strides: vec![0; outer.shape.len()],
+            offset: inner.offset,
+            mask: inner.mask.as_ref().map(|_| Vec::with_capacity(outer.shape.len())),
+        };
+        for d in 0..outer.shape.len() {
+            let mut source = None;
+            if outer.shape[d] > 1 && outer.strides[d] != 0 {
+                let j = (0..inner.shape.len()).find(|&j| {
+                    !used[j] && inner.shape[j] == outer.shape[d] && cstrides[j] == outer.strides[d]
+                })?;
+                used[j] = true;
+                out.strides[d] = inner.strides[j];
+                source = Some(j);
+            }
+            if let (Some(mask), Some(inner_mask)) = (&mut out.mask, &inner.mask) {
+                mask.push(match source {
+                    Some(j) => inner_mask[j],
+                    None => (0, outer.shape[d]),
+                });
+            }
+        }
+        let covered = (0..inner.shape.len()).all(|j| used[j] || inner.shape[j] == 1);
+        let unit_axes_visible = inner.mask.as_ref().is_none_or(|m| {
+            (0..inner.shape.len()).all(|j| used[j] || m[j] == (0, 1) || inner.shape[j] == 0)
+        });
+        (covered && unit_axes_visible).then_some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every element's buffer position, in logical row-major order (`None` for padding).
+    fn positions(view: &View) -> Vec<Option<isize>> {
+        let shape = view.shape().to_vec();
+        let mut out = Vec::new();
+        let mut index = vec![0usize; shape.len()];
+        for _ in 0..view.numel() {
+            out.push(view.position(&index));
+            for d in (0..shape.len()).rev() {
+                index[d] += 1;
+                if index[d] < shape[d] {
+                    break;
+                }
+                index[d] = 0;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn permute_then_reshape_needs_a_copy() {
+        let v = View::contiguous(&[2, 3]).permute(&[1, 0]);
+        assert_eq!(v.strides(), &[1, 3]);
+        assert!(v.reshape(&[6]).is_none());
+        assert!(v.reshape(&[3, 2]).is_none());
+        assert!(v.reshape(&[3, 1, 2]).is_some(), "adding a unit axis needs no copy");
+    }
+
+    #[test]
+    fn reshape_of_contiguous_and_split_axes() {
+        let v = View::contiguous(&[4, 6]);
+        let r = v.reshape(&[2, 2, 3, 2]).unwrap();
+        assert_eq!(r.strides(), &[12, 6, 2, 1]);
+        // A shrunk row block keeps row stride: [4,6] -> rows 1..3 -> reshape [2,2,3]
+        let s = v.shrink(&[(1, 3), (0, 6)]);
+        let r = s.reshape(&[2, 2, 3]).unwrap();
+        assert_eq!(positions(&r), positions(&s));
+        // Columns 0..3 of each row are not mergeable across rows.
+        assert!(v.shrink(&[(0, 4), (0, 3)]).reshape(&[12]).is_none());
+    }
+
+    #[test]
+    fn pad_and_shrink_masks() {
+        let v = View::contiguous(&[3]).pad(&[(1, 2)]);
+        assert_eq!(v.shape(), &[6]);
+        assert_eq!(
+            positions(&v),
+            vec![None, Some(0), Some(1), Some(2), None, None]
+        );
+        let back = v.shrink(&[(1, 4)]);
+        assert_eq!(back, View::contiguous(&[3]), "unpadding removes the mask");
+        let edge = v.shrink(&[(0, 2)]);
+        assert_eq!(positions(&edge), vec![None, Some(0)]);
+    }
+
+    #[test]
+    fn expand_gives_zero_strides() {
+        let v = View::contiguous(&[3, 1]).expand(&[3, 4]);
+        assert_eq!(v.strides(), &[1, 0]);
+        assert_eq!(v.extent(), Some((0, 3)));
+    }
+
+    #[test]
+    fn empty_views() {
+        let v = View::contiguous(&[0, 3]);
+        assert_eq!(v.numel(), 0);
+        assert_eq!(v.extent(), None);
+        assert_eq!(v.reshape(&[3, 0]).unwrap().shape(), &[3, 0]);
+    }
+
+    #[test]
+    fn compose_matches_positions() {
+        let inner = View::contiguous(&[4, 3]).permute(&[1, 0]); // shape [3, 4]
+        let outers = [
+            View::contiguous(&[3, 4]),
+            View::contiguous(&[3, 4]).permute(&[1, 0]),
+            View::contiguous(&[3, 1, 4]).expand(&[3, 5, 4]),
+            View::contiguous(&[12]).reshape(&[3, 4]).unwrap(),
+        ];
+        for outer in outers {
+            let composed = View::compose(&outer, &inner).expect("composable");
+            let inner_positions = positions(&inner);
+            let expected: Vec<Option<isize>> = positions(&outer)
+                .into_iter()
+                .map(|p| p.and_then(|p| inner_positions[p as usize]))
+                .collect();
+            assert_eq!(positions(&composed), expected, "outer {outer:?}");
+        }
+    }
+}
