@@ -1,0 +1,304 @@
+//! Reading and writing datasets as CSV: one sample a line, the label then the 64 pixel values.
+//!
+//! The layout is `label,p0,p1,…,p63`: the label an integer in `0..=9`, the pixels row-major
+//! numbers in `[0, 1]`, separated by commas (spaces around a field are ignored). The first line may
+//! be a header: it is one when its first field is not a number. Blank lines at the end, `\r\n` line
+//! ends and a UTF-8 byte-order mark are accepted.
+//!
+//! Bad input is rejected whole, with an [`Error::Data`] whose `location` is `file:line` and whose
+//! message says what was wrong; nothing is half-loaded. No input makes these functions panic.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::digits::{CLASSES, Dataset, FEATURES};
+use crate::error::{Error, Result};
+
+/// The number of comma-separated fields on a data line: the label and the pixels.
+const COLUMNS: usize = FEATURES + 1;
+
+/// Reads a dataset from a CSV file; see the [module docs](self) for the layout.
+///
+/// # Errors
+///
+/// [`Error::Io`] if the file cannot be read; [`Error::Data`] (located at `path:line`) if it is
+/// not UTF-8, holds no data rows, or has a line with the wrong number of columns, a field that is
+/// not a number, a label outside `0..=9` or a pixel outside `[0, 1]` (NaN and infinities
+/// included).
+///
+/// ```
+/// use teenygrad::data::{read_csv, toy_digits_split, write_csv};
+///
+/// let path = std::env::temp_dir().join(format!("teenygrad-doc-read-{}.csv", std::process::id()));
+/// let digits = toy_digits_split(1, 20, 0);
+/// write_csv(&path, &digits.train)?;
+/// assert_eq!(read_csv(&path)?, digits.train);
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), teenygrad::Error>(())
+/// ```
+pub fn read_csv(path: impl AsRef<Path>) -> Result<Dataset> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    parse_csv_bytes(&bytes, &path.display().to_string())
+}
+
+/// Parses a dataset from raw bytes, checking first that they are UTF-8.
+///
+/// `source_name` names the input in error locations (`source_name:line`).
+///
+/// # Errors
+///
+/// As [`parse_csv`], plus an [`Error::Data`] naming the line of the first byte that is not UTF-8.
+///
+/// ```
+/// use teenygrad::data::parse_csv_bytes;
+///
+/// let err = parse_csv_bytes(b"\xff,0", "bad.csv").unwrap_err();
+/// assert!(err.to_string().starts_with("bad.csv:1: "));
+/// ```
+pub fn parse_csv_bytes(bytes: &[u8], source_name: &str) -> Result<Dataset> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_csv(text, source_name),
+        Err(e) => {
+            let good = &bytes[..e.valid_up_to()];
+            let line = 1 + good.iter().filter(|&&b| b == b'\n').count();
+            Err(Error::Data {
+                location: format!("{source_name}:{line}"),
+                message: format!(
+                    "the file is not valid UTF-8 (bad byte at offset {})",
+                    e.valid_up_to()
+                ),
+            })
+        }
+    }
+}
+
+/// Parses a dataset from CSV text; see the [module docs](self) for the layout.
+///
+/// `source_name` names the input in error locations (`source_name:line`).
+///
+/// # Errors
+///
+/// An [`Error::Data`] located at `source_name:line` if the text holds no data rows, or has a line
+/// with the wrong number of columns, a field that is not a number, a label outside `0..=9`, a pixel
+/// outside `[0, 1]` (NaN and infinities included), or a blank line before more data.
+///
+/// ```
+/// use teenygrad::data::parse_csv;
+///
+/// let row = format!("7{}\n", ",0.5".repeat(64));
+/// let data = parse_csv(&format!("label,pixels...\n{row}{row}\n"), "two.csv")?;
+/// assert_eq!(data.labels, vec![7, 7]);
+/// assert_eq!(data.images[1][63], 0.5);
+///
+/// let err = parse_csv("3,0.5,0.5\n", "short.csv").unwrap_err();
+/// assert_eq!(err.to_string(), "short.csv:1: expected 65 columns (a label and 64 pixels), got 3");
+/// # Ok::<(), teenygrad::Error>(())
+/// ```
+pub fn parse_csv(text: &str, source_name: &str) -> Result<Dataset> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let error = |line: usize, message: String| Error::Data {
+        location: format!("{source_name}:{line}"),
+        message,
+    };
+
+    let mut data = Dataset::default();
+    let mut blank_since: Option<usize> = None;
+    let mut last_line = 0;
+    for (index, raw) in text.lines().enumerate() {
+        let line_no = index + 1;
+        last_line = line_no;
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        if line.trim().is_empty() {
+            blank_since.get_or_insert(line_no);
+            continue;
+        }
+        if let Some(blank) = blank_since {
+            return Err(error(
+                blank,
+                "blank line in the middle of the data (only trailing blank lines are allowed)"
+                    .to_string(),
+            ));
+        }
+        let first = line.split(',').next().unwrap_or("").trim();
+        if line_no == 1 && first.parse::<f64>().is_err() {
+            continue; // a header
+        }
+        let (label, image) = parse_row(line).map_err(|message| error(line_no, message))?;
+        data.labels.push(label);
+        data.images.push(image);
+    }
+    if data.is_empty() {
+        let message = if last_line == 0 {
+            "the file is empty: no data rows".to_string()
+        } else {
+            "no data rows (only a header or blank lines)".to_string()
+        };
+        return Err(error(last_line.max(1), message));
+    }
+    Ok(data)
+}
+
+fn parse_row(line: &str) -> std::result::Result<(u8, [f32; FEATURES]), String> {
+    let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    if fields.len() != COLUMNS {
+        return Err(format!(
+            "expected {COLUMNS} columns (a label and {FEATURES} pixels), got {}",
+            fields.len()
+        ));
+    }
+    let label_field = fields[0];
+    let label = match label_field.parse::<f64>() {
+        Err(_) => {
+            return Err(format!(
+                "column 1 (label): {:?} is not a number",
+                shorten(label_field)
+            ));
+        }
+        Ok(v) if v.fract() == 0.0 && (0.0..CLASSES as f64).contains(&v) => v as u8,
+        Ok(_) => {
+            return Err(format!(
+                "column 1 (label): {:?} is not a class label in 0..={}",
+                shorten(label_field),
+                CLASSES - 1
+            ));
+        }
+    };
+    let mut image = [0.0f32; FEATURES];
+    for (k, (pixel, field)) in image.iter_mut().zip(&fields[1..]).enumerate() {
+        let column = k + 2;
+        let value: f32 = field.parse().map_err(|_| {
+            format!(
+                "column {column} (pixel {k}): {:?} is not a number",
+                shorten(field)
+            )
+        })?;
+        if !(0.0..=1.0).contains(&value) {
+            return Err(format!(
+                "column {column} (pixel {k}): {:?} is outside [0, 1]",
+                shorten(field)
+            ));
+        }
+        *pixel = value;
+    }
+    Ok((label, image))
+}
+
+/// A field cut to a readable length for an error message.
+fn shorten(field: &str) -> String {
+    const MAX: usize = 40;
+    match field.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{}...", &field[..end]),
+        None => field.to_string(),
+    }
+}
+
+/// Writes a dataset as CSV with a header line (`label,p0,…,p63`), one sample a line.
+///
+/// Values are written in the shortest form that reads back to the same `f32`, so
+/// [`read_csv`] returns an identical dataset.
+///
+/// # Errors
+///
+/// [`Error::Data`] (and nothing written) if the dataset could not be read back: its `images` and
+/// `labels` differ in length, a label is not below 10, or a pixel is outside `[0, 1]`;
+/// [`Error::Io`] if the file cannot be written.
+///
+/// ```
+/// use teenygrad::data::{toy_digits_split, write_csv};
+///
+/// let path = std::env::temp_dir().join(format!("teenygrad-doc-write-{}.csv", std::process::id()));
+/// write_csv(&path, &toy_digits_split(3, 10, 0).train)?;
+/// let text = std::fs::read_to_string(&path).unwrap();
+/// assert!(text.starts_with("label,p0,p1,"));
+/// assert_eq!(text.lines().count(), 11);
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), teenygrad::Error>(())
+/// ```
+pub fn write_csv(path: impl AsRef<Path>, data: &Dataset) -> Result<()> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    if data.images.len() != data.labels.len() {
+        return Err(Error::Data {
+            location: name,
+            message: format!(
+                "cannot write a dataset with {} images but {} labels",
+                data.images.len(),
+                data.labels.len()
+            ),
+        });
+    }
+    let mut out = String::with_capacity(32 + data.len() * FEATURES * 10);
+    out.push_str("label");
+    for k in 0..FEATURES {
+        let _ = write!(out, ",p{k}");
+    }
+    out.push('\n');
+    for (i, (image, &label)) in data.images.iter().zip(&data.labels).enumerate() {
+        let invalid = |message: String| Error::Data {
+            location: format!("{name}: sample {i}"),
+            message,
+        };
+        if usize::from(label) >= CLASSES {
+            return Err(invalid(format!(
+                "cannot write label {label}: labels are 0..={}",
+                CLASSES - 1
+            )));
+        }
+        if let Some((k, v)) = image
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !(0.0..=1.0).contains(*v))
+        {
+            return Err(invalid(format!(
+                "cannot write pixel {k} = {v}: pixels are in [0, 1]"
+            )));
+        }
+        let _ = write!(out, "{label}");
+        for v in image {
+            let _ = write!(out, ",{v}");
+        }
+        out.push('\n');
+    }
+    std::fs::write(path, out).map_err(|e| Error::Io {
+        path: name,
+        message: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(label: &str, value: &str) -> String {
+        format!("{label}{}", format!(",{value}").repeat(FEATURES))
+    }
+
+    #[test]
+    fn header_only_when_first_field_is_not_a_number() {
+        let text = format!("{}\n{}\n", row("1", "0"), row("2", "1"));
+        assert_eq!(parse_csv(&text, "t").unwrap().labels, vec![1, 2]);
+        let text = format!("label,x\n{}\n", row("1", "0"));
+        assert_eq!(parse_csv(&text, "t").unwrap().labels, vec![1]);
+    }
+
+    #[test]
+    fn shorten_cuts_long_fields_on_char_boundaries() {
+        assert_eq!(shorten("abc"), "abc");
+        let long = "é".repeat(50);
+        assert_eq!(shorten(&long), format!("{}...", "é".repeat(40)));
+    }
+
+    #[test]
+    fn label_must_be_an_integer() {
+        let err = parse_csv(&row("2.5", "0"), "t").unwrap_err();
+        assert!(
+            err.to_string().contains("\"2.5\" is not a class label"),
+            "{err}"
+        );
+        assert_eq!(parse_csv(&row("2.0", "0"), "t").unwrap().labels, vec![2]);
+    }
+}
