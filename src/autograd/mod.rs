@@ -1,0 +1,209 @@
+//! Reverse-mode autodiff. A tracked value carries the record of the operation that made it (a
+//! [`GradNode`] pointing at its inputs' records); `backward` walks those records in reverse
+//! topological order, iteratively, and accumulates gradients into the leaves.
+//!
+//! Every backward rule here is written in lazy ops, so gradient graphs are lazy and fuse too.
+
+mod ops;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use crate::lazy::LazyBuffer;
+
+/// How an operation's output gradient becomes its inputs' gradients (one per input, in order).
+pub(crate) type BackwardFn = Box<dyn FnOnce(&LazyBuffer) -> Vec<LazyBuffer> + Send + Sync>;
+
+/// The record of how a tracked value was made.
+pub(crate) struct GradNode {
+    kind: NodeKind,
+}
+
+enum NodeKind {
+    /// A parameter: gradients accumulate here until zeroed.
+    Leaf { grad: Mutex<Option<LazyBuffer>> },
+    /// An operation: its inputs' records (`None` for untracked inputs) and its backward rule,
+    /// taken (and so freed) when backward runs through it.
+    Op {
+        inputs: Vec<Option<Arc<GradNode>>>,
+        backward: Mutex<Option<BackwardFn>>,
+    },
+}
+
+impl std::fmt::Debug for GradNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            NodeKind::Leaf { .. } => f.write_str("GradNode::Leaf"),
+            NodeKind::Op { inputs, .. } => write!(f, "GradNode::Op({} inputs)", inputs.len()),
+        }
+    }
+}
+
+impl Drop for GradNode {
+    /// Iterative drop: a 100,000-op chain of records must not overflow the stack.
+    fn drop(&mut self) {
+        let NodeKind::Op { inputs, .. } = &mut self.kind else { return };
+        let mut stack: Vec<Arc<GradNode>> = inputs.drain(..).flatten().collect();
+        while let Some(node) = stack.pop() {
+            if let Ok(mut node) = Arc::try_unwrap(node)
+                && let NodeKind::Op { inputs, .. } = &mut node.kind
+            {
+                stack.extend(inputs.drain(..).flatten());
+            }
+        }
+    }
+}
+
+/// A lazy value and, if it is tracked, its record. The untyped core of `Tensor`.
+#[derive(Clone, Debug)]
+pub(crate) struct Var {
+    pub(crate) buf: LazyBuffer,
+    pub(crate) node: Option<Arc<GradNode>>,
+}
+
+impl Var {
+    pub(crate) fn untracked(buf: LazyBuffer) -> Var {
+        Var { buf, node: None }
+    }
+
+    /// A new leaf that accumulates gradients.
+    pub(crate) fn leaf(buf: LazyBuffer) -> Var {
+        let node = GradNode {
+            kind: NodeKind::Leaf {
+                grad: Mutex::new(None),
+            },
+        };
+        Var {
+            buf,
+            node: Some(Arc::new(node)),
+        }
+    }
+
+    /// The result `buf` of an operation on `inputs`. The backward rule is only built (and the
+    /// values it needs only kept) when some input is tracked.
+    pub(crate) fn record(buf: LazyBuffer, inputs: &[&Var], backward: impl FnOnce() -> BackwardFn) -> Var {
+        if inputs.iter().all(|v| v.node.is_none()) {
+            return Var::untracked(buf);
+        }
+        let node = GradNode {
+            kind: NodeKind::Op {
+                inputs: inputs.iter().map(|v| v.node.clone()).collect(),
+                backward: Mutex::new(Some(backward())),
+            },
+        };
+        Var {
+            buf,
+            node: Some(Arc::new(node)),
+        }
+    }
+
+    /// The same value, untracked.
+    pub(crate) fn detach(&self) -> Var {
+        Var::untracked(self.buf.clone())
+    }
+
+    /// The accumulated gradient of a leaf.
+    pub(crate) fn grad(&self) -> Option<LazyBuffer> {
+        match &self.node.as_ref()?.kind {
+            NodeKind::Leaf { grad } => lock(grad).clone(),
+            NodeKind::Op { .. } => None,
+        }
+    }
+
+    /// Clears a leaf's gradient.
+    pub(crate) fn zero_grad(&self) {
+        if let Some(node) = &self.node
+            && let NodeKind::Leaf { grad } = &node.kind
+        {
+            *lock(grad) = None;
+        }
+    }
+
+    /// Replaces a leaf's value with `buf`, keeping its identity and gradient (for optimizers).
+    pub(crate) fn set_leaf_value(&mut self, buf: LazyBuffer) {
+        debug_assert_eq!(self.buf.shape(), buf.shape());
+        self.buf = buf;
+    }
+
+    /// Backpropagates `seed` (the gradient of this value) into every leaf it depends on, then
+    /// realizes the leaves' gradients together.
+    ///
+    /// Panics if the graph was already consumed by an earlier `backward` (its rules are freed as
+    /// they run) — build the forward pass again instead.
+    pub(crate) fn backward_with(&self, seed: LazyBuffer) {
+        let Some(root) = &self.node else { return };
+        let order = topological_order(root);
+        let mut grads: HashMap<*const GradNode, LazyBuffer> = HashMap::new();
+        grads.insert(Arc::as_ptr(root), seed);
+        let mut touched_leaves = Vec::new();
+        for node in order.iter().rev() {
+            let Some(grad) = grads.remove(&Arc::as_ptr(node)) else { continue };
+            match &node.kind {
+                NodeKind::Leaf { grad: slot } => {
+                    let mut slot = lock(slot);
+                    *slot = Some(match slot.take() {
+                        Some(old) => old.add(&grad),
+                        None => grad,
+                    });
+                    touched_leaves.push(node.clone());
+                }
+                NodeKind::Op { inputs, backward } => {
+                    let rule = lock(backward).take().expect(
+                        "backward through a graph whose backward already ran; recompute the forward pass",
+                    );
+                    let input_grads = rule(&grad);
+                    debug_assert_eq!(input_grads.len(), inputs.len());
+                    for (input, g) in inputs.iter().zip(input_grads) {
+                        let Some(input) = input else { continue };
+                        let key = Arc::as_ptr(input);
+                        let sum = match grads.remove(&key) {
+                            Some(old) => old.add(&g),
+                            None => g,
+                        };
+                        grads.insert(key, sum);
+                    }
+                }
+            }
+        }
+        let leaf_grads: Vec<LazyBuffer> = touched_leaves
+            .iter()
+            .filter_map(|n| match &n.kind {
+                NodeKind::Leaf { grad } => lock(grad).clone(),
+                NodeKind::Op { .. } => None,
+            })
+            .collect();
+        LazyBuffer::realize_all(&leaf_grads.iter().collect::<Vec<_>>());
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records reachable from `root`, inputs before the operations that use them (iterative DFS).
+fn topological_order(root: &Arc<GradNode>) -> Vec<Arc<GradNode>> {
+    let mut order = Vec::new();
+    let mut seen: HashSet<*const GradNode> = HashSet::new();
+    let mut stack: Vec<(Arc<GradNode>, usize)> = vec![(root.clone(), 0)];
+    seen.insert(Arc::as_ptr(root));
+    while let Some((node, next)) = stack.last_mut() {
+        let inputs: &[Option<Arc<GradNode>>] = match &node.kind {
+            NodeKind::Op { inputs, .. } => inputs,
+            NodeKind::Leaf { .. } => &[],
+        };
+        match inputs[*next..].iter().position(|i| i.is_some()) {
+            Some(skip) => {
+                let child = inputs[*next + skip].clone().expect("some");
+                *next += skip + 1;
+                if seen.insert(Arc::as_ptr(&child)) {
+                    stack.push((child, 0));
+                }
+            }
+            None => {
+                order.push(node.clone());
+                stack.pop();
+            }
+        }
+    }
+    order
+}

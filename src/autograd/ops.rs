@@ -1,0 +1,187 @@
+//! The primitive operations on [`Var`] and their backward rules, in lazy ops. Composite operations
+//! (softmax, mean, ...) are built from these and need no rules of their own.
+//!
+//! Tie rules: `max`/`min` (binary) give each input half the gradient where they are equal; a max
+//! or min reduction splits the gradient evenly among all elements equal to the extreme. `relu` and
+//! `abs` have gradient 0 at 0.
+
+use super::{BackwardFn, Var};
+use crate::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp};
+use crate::shape::runtime::argsort;
+
+fn full_like(x: &LazyBuffer, value: f32) -> LazyBuffer {
+    LazyBuffer::full(x.shape(), value)
+}
+
+/// `1.0` where `a op b`, else `0.0`.
+fn cmp(op: BinaryOp, a: &LazyBuffer, b: &LazyBuffer) -> LazyBuffer {
+    a.binary(op, b)
+}
+
+impl Var {
+    pub(crate) fn unary(&self, op: UnaryOp) -> Var {
+        let y = self.buf.unary(op);
+        Var::record(y.clone(), &[self], || {
+            let x = self.buf.clone();
+            Box::new(move |g: &LazyBuffer| {
+                let zero = full_like(&x, 0.0);
+                vec![match op {
+                    UnaryOp::Neg => g.unary(UnaryOp::Neg),
+                    UnaryOp::Exp => g.mul(&y),
+                    UnaryOp::Log => g.div(&x),
+                    UnaryOp::Sqrt => g.mul(&full_like(&x, 0.5)).div(&y),
+                    UnaryOp::Recip => g.mul(&y).mul(&y).unary(UnaryOp::Neg),
+                    UnaryOp::Sin => g.mul(&x.unary(UnaryOp::Cos)),
+                    UnaryOp::Cos => g.mul(&x.unary(UnaryOp::Sin)).unary(UnaryOp::Neg),
+                    UnaryOp::Abs => {
+                        let sign = cmp(BinaryOp::CmpLt, &zero, &x).sub(&cmp(BinaryOp::CmpLt, &x, &zero));
+                        g.mul(&sign)
+                    }
+                    UnaryOp::Tanh => g.mul(&full_like(&x, 1.0).sub(&y.mul(&y))),
+                    UnaryOp::Sigmoid => g.mul(&y).mul(&full_like(&x, 1.0).sub(&y)),
+                    UnaryOp::Relu => g.mul(&cmp(BinaryOp::CmpLt, &zero, &x)),
+                }]
+            }) as BackwardFn
+        })
+    }
+
+    pub(crate) fn binary(&self, op: BinaryOp, other: &Var) -> Var {
+        let y = self.buf.binary(op, &other.buf);
+        Var::record(y.clone(), &[self, other], || {
+            let (a, b) = (self.buf.clone(), other.buf.clone());
+            Box::new(move |g: &LazyBuffer| match op {
+                BinaryOp::Add => vec![g.clone(), g.clone()],
+                BinaryOp::Sub => vec![g.clone(), g.unary(UnaryOp::Neg)],
+                BinaryOp::Mul => vec![g.mul(&b), g.mul(&a)],
+                BinaryOp::Div => vec![g.div(&b), g.mul(&y).div(&b).unary(UnaryOp::Neg)],
+                BinaryOp::Max | BinaryOp::Min => {
+                    // a wins where b < a (max) or a < b (min); ties share the gradient.
+                    let lt = |p: &LazyBuffer, q: &LazyBuffer| cmp(BinaryOp::CmpLt, p, q);
+                    let (a_wins, b_wins) = if op == BinaryOp::Max {
+                        (lt(&b, &a), lt(&a, &b))
+                    } else {
+                        (lt(&a, &b), lt(&b, &a))
+                    };
+                    let half_tie = cmp(BinaryOp::CmpEq, &a, &b).mul(&full_like(&a, 0.5));
+                    vec![g.mul(&a_wins.add(&half_tie)), g.mul(&b_wins.add(&half_tie))]
+                }
+                BinaryOp::Pow => {
+                    let one = full_like(&a, 1.0);
+                    let da = b.mul(&a.binary(BinaryOp::Pow, &b.sub(&one)));
+                    let db = y.mul(&a.unary(UnaryOp::Log));
+                    vec![g.mul(&da), g.mul(&db)]
+                }
+                BinaryOp::CmpLt | BinaryOp::CmpLe | BinaryOp::CmpEq => {
+                    vec![full_like(&a, 0.0), full_like(&b, 0.0)]
+                }
+            }) as BackwardFn
+        })
+    }
+
+    /// `cond != 0 ? a : b`; `cond` gets no gradient.
+    pub(crate) fn where_(cond: &Var, a: &Var, b: &Var) -> Var {
+        let y = cond.buf.where_(&a.buf, &b.buf);
+        Var::record(y, &[cond, a, b], || {
+            let c = cond.buf.clone();
+            Box::new(move |g: &LazyBuffer| {
+                let zero = full_like(g, 0.0);
+                vec![zero.clone(), c.where_(g, &zero), c.where_(&zero, g)]
+            }) as BackwardFn
+        })
+    }
+
+    /// Reduces `axes` to size 1 (rank kept).
+    pub(crate) fn reduce(&self, op: ReduceOp, axes: &[usize]) -> Var {
+        let y = self.buf.reduce(op, axes);
+        Var::record(y.clone(), &[self], || {
+            let (x, axes) = (self.buf.clone(), axes.to_vec());
+            Box::new(move |g: &LazyBuffer| {
+                let shape = x.shape();
+                vec![match op {
+                    ReduceOp::Sum => g.expand(shape),
+                    ReduceOp::Max | ReduceOp::Min => {
+                        let is_extreme = cmp(BinaryOp::CmpEq, &x, &y.expand(shape));
+                        let count = is_extreme.sum(&axes);
+                        is_extreme.mul(&g.div(&count).expand(shape))
+                    }
+                }]
+            }) as BackwardFn
+        })
+    }
+
+    pub(crate) fn reshape(&self, shape: &[usize]) -> Var {
+        Var::record(self.buf.reshape(shape), &[self], || {
+            let original = self.buf.shape().to_vec();
+            Box::new(move |g: &LazyBuffer| vec![g.reshape(&original)]) as BackwardFn
+        })
+    }
+
+    pub(crate) fn permute(&self, order: &[usize]) -> Var {
+        Var::record(self.buf.permute(order), &[self], || {
+            let inverse = argsort(order);
+            Box::new(move |g: &LazyBuffer| vec![g.permute(&inverse)]) as BackwardFn
+        })
+    }
+
+    /// Broadcasts to `shape` (numpy rule); the backward sums over the expanded axes.
+    pub(crate) fn expand(&self, shape: &[usize]) -> Var {
+        if self.buf.shape() == shape {
+            return self.clone();
+        }
+        Var::record(self.buf.expand(shape), &[self], || {
+            let original = self.buf.shape().to_vec();
+            Box::new(move |g: &LazyBuffer| vec![sum_to(g, &original)]) as BackwardFn
+        })
+    }
+
+    pub(crate) fn pad(&self, pads: &[(usize, usize)]) -> Var {
+        Var::record(self.buf.pad(pads), &[self], || {
+            let ranges: Vec<(usize, usize)> = pads
+                .iter()
+                .zip(self.buf.shape())
+                .map(|(&(before, _), &d)| (before, before + d))
+                .collect();
+            Box::new(move |g: &LazyBuffer| vec![g.shrink(&ranges)]) as BackwardFn
+        })
+    }
+
+    pub(crate) fn shrink(&self, ranges: &[(usize, usize)]) -> Var {
+        Var::record(self.buf.shrink(ranges), &[self], || {
+            let pads: Vec<(usize, usize)> = ranges
+                .iter()
+                .zip(self.buf.shape())
+                .map(|(&(start, end), &d)| (start, d - end))
+                .collect();
+            Box::new(move |g: &LazyBuffer| vec![g.pad(&pads)]) as BackwardFn
+        })
+    }
+
+    /// `[.., m, k] x [.., k, n]`, equal batch axes.
+    pub(crate) fn matmul(&self, other: &Var) -> Var {
+        Var::record(self.buf.matmul(&other.buf), &[self, other], || {
+            let (a, b) = (self.buf.clone(), other.buf.clone());
+            Box::new(move |g: &LazyBuffer| {
+                vec![g.matmul(&transpose_last(&b)), transpose_last(&a).matmul(g)]
+            }) as BackwardFn
+        })
+    }
+}
+
+/// Swaps the last two axes (a free view).
+pub(crate) fn transpose_last(x: &LazyBuffer) -> LazyBuffer {
+    let rank = x.shape().len();
+    let mut order: Vec<usize> = (0..rank).collect();
+    order.swap(rank - 2, rank - 1);
+    x.permute(&order)
+}
+
+/// Reverses a broadcast: sums `g` over the axes that were expanded to reach its shape from
+/// `shape` (including missing leading axes).
+pub(crate) fn sum_to(g: &LazyBuffer, shape: &[usize]) -> LazyBuffer {
+    let lead = g.shape().len() - shape.len();
+    let axes: Vec<usize> = (0..g.shape().len())
+        .filter(|&d| d < lead || (shape[d - lead] == 1 && g.shape()[d] != 1))
+        .collect();
+    let summed = if axes.is_empty() { g.clone() } else { g.sum(&axes) };
+    summed.reshape(shape)
+}

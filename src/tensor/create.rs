@@ -1,0 +1,221 @@
+//! Making tensors: from nested arrays (shape inferred), from a flat `Vec` (checked), constants,
+//! ranges, identities, and random fills from a caller's seeded RNG.
+
+use rand::Rng;
+
+use super::{NoGrad, Tensor};
+use crate::autograd::Var;
+use crate::error::Result;
+use crate::lazy::LazyBuffer;
+use crate::shape::{Const, ConstShape, Shape};
+
+impl<S: Shape> Tensor<S, NoGrad> {
+    fn from_lazy(shape: S, buf: LazyBuffer) -> Self {
+        Tensor::from_var(shape, Var::untracked(buf))
+    }
+
+    /// A tensor of `shape` holding `data` in row-major order.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let t = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], (2usize, Const::<3>)).unwrap();
+    /// assert_eq!(t.dims(), vec![2, 3]);
+    /// let err = Tensor::from_vec(vec![1.0; 5], (2usize, Const::<3>)).unwrap_err();
+    /// assert_eq!(err.to_string(), "a buffer of length 5 cannot fill shape [2, 3], which holds 6 elements");
+    /// ```
+    pub fn from_vec(data: Vec<f32>, shape: S) -> Result<Self> {
+        Ok(Self::from_lazy(shape, LazyBuffer::from_vec(data, &shape.dims())?))
+    }
+
+    /// Every element `value`, for a shape given at run time.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let t = Tensor::full_in((3usize,), 0.5);
+    /// assert_eq!(t.to_vec(), vec![0.5; 3]);
+    /// ```
+    pub fn full_in(shape: S, value: f32) -> Self {
+        Self::from_lazy(shape, LazyBuffer::full(&shape.dims(), value))
+    }
+
+    /// Zeros, for a shape given at run time.
+    pub fn zeros_in(shape: S) -> Self {
+        Self::full_in(shape, 0.0)
+    }
+
+    /// Ones, for a shape given at run time.
+    pub fn ones_in(shape: S) -> Self {
+        Self::full_in(shape, 1.0)
+    }
+
+    /// Uniform samples in `[0, 1)` from `rng`, for a shape given at run time.
+    pub fn rand_in<R: Rng + ?Sized>(shape: S, rng: &mut R) -> Self {
+        Self::from_lazy(shape, LazyBuffer::rand_uniform(&shape.dims(), 0.0, 1.0, rng))
+    }
+
+    /// Uniform samples in `[low, high)` from `rng`.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// use rand::SeedableRng;
+    /// let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    /// let t = Tensor::uniform_in((4usize,), -1.0, 1.0, &mut rng);
+    /// assert!(t.to_vec().iter().all(|x| (-1.0..1.0).contains(x)));
+    /// ```
+    pub fn uniform_in<R: Rng + ?Sized>(shape: S, low: f32, high: f32, rng: &mut R) -> Self {
+        Self::from_lazy(shape, LazyBuffer::rand_uniform(&shape.dims(), low, high, rng))
+    }
+
+    /// Standard normal samples from `rng`, for a shape given at run time.
+    pub fn randn_in<R: Rng + ?Sized>(shape: S, rng: &mut R) -> Self {
+        Self::from_lazy(shape, LazyBuffer::rand_normal(&shape.dims(), 0.0, 1.0, rng))
+    }
+}
+
+impl<S: ConstShape> Tensor<S, NoGrad> {
+    /// Every element `value`.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let t = Tensor::<Rank2<2, 2>>::full(7.0);
+    /// assert_eq!(t.to_array(), [[7.0, 7.0], [7.0, 7.0]]);
+    /// ```
+    pub fn full(value: f32) -> Self {
+        Self::full_in(S::default(), value)
+    }
+
+    /// All zeros.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::<Rank1<3>>::zeros().to_array(), [0.0; 3]);
+    /// ```
+    pub fn zeros() -> Self {
+        Self::full(0.0)
+    }
+
+    /// All ones.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::<Rank1<2>>::ones().to_array(), [1.0; 2]);
+    /// ```
+    pub fn ones() -> Self {
+        Self::full(1.0)
+    }
+
+    /// Uniform samples in `[0, 1)` from the caller's `rng`; the same seed gives the same values.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// use rand::SeedableRng;
+    /// let a = Tensor::<Rank1<3>>::rand(&mut rand::rngs::StdRng::seed_from_u64(1));
+    /// let b = Tensor::<Rank1<3>>::rand(&mut rand::rngs::StdRng::seed_from_u64(1));
+    /// assert_eq!(a.to_vec(), b.to_vec());
+    /// ```
+    pub fn rand<R: Rng + ?Sized>(rng: &mut R) -> Self {
+        Self::rand_in(S::default(), rng)
+    }
+
+    /// Standard normal samples from the caller's `rng`.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// use rand::SeedableRng;
+    /// let t = Tensor::<Rank1<1000>>::randn(&mut rand::rngs::StdRng::seed_from_u64(2));
+    /// assert!(t.mean_all().item().abs() < 0.1);
+    /// ```
+    pub fn randn<R: Rng + ?Sized>(rng: &mut R) -> Self {
+        Self::randn_in(S::default(), rng)
+    }
+}
+
+impl<S: Shape, G: super::GradMode> Tensor<S, G> {
+    /// Zeros of this tensor's shape (untracked).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::from([1.0, 2.0]).zeros_like().to_array(), [0.0, 0.0]);
+    /// ```
+    pub fn zeros_like(&self) -> Tensor<S> {
+        Tensor::zeros_in(self.shape)
+    }
+
+    /// Ones of this tensor's shape (untracked).
+    pub fn ones_like(&self) -> Tensor<S> {
+        Tensor::ones_in(self.shape)
+    }
+
+    /// `value` everywhere, in this tensor's shape (untracked).
+    pub fn full_like(&self, value: f32) -> Tensor<S> {
+        Tensor::full_in(self.shape, value)
+    }
+}
+
+impl<const N: usize> Tensor<(Const<N>,), NoGrad> {
+    /// `0, 1, …, N-1`.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::<Rank1<4>>::arange().to_array(), [0.0, 1.0, 2.0, 3.0]);
+    /// ```
+    pub fn arange() -> Self {
+        Self::from_lazy((Const,), LazyBuffer::from_vec((0..N).map(|i| i as f32).collect(), &[N]).expect("N elements"))
+    }
+}
+
+impl<const N: usize> Tensor<(Const<N>, Const<N>), NoGrad> {
+    /// The `N×N` identity matrix.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::<Rank2<2, 2>>::eye().to_array(), [[1.0, 0.0], [0.0, 1.0]]);
+    /// ```
+    pub fn eye() -> Self {
+        let data = (0..N * N).map(|i| if i / N == i % N { 1.0 } else { 0.0 }).collect();
+        Self::from_lazy((Const, Const), LazyBuffer::from_vec(data, &[N, N]).expect("N*N elements"))
+    }
+}
+
+fn checked<S: Shape>(data: Vec<f32>, shape: S) -> Tensor<S> {
+    Tensor::from_vec(data, shape).expect("array length matches its type")
+}
+
+impl From<f32> for Tensor<()> {
+    /// A scalar.
+    fn from(value: f32) -> Self {
+        checked(vec![value], ())
+    }
+}
+
+impl<const A: usize> From<[f32; A]> for Tensor<(Const<A>,)> {
+    /// `Tensor::from([1.0, 2.0])` is a `Tensor<Rank1<2>>`.
+    fn from(values: [f32; A]) -> Self {
+        checked(values.to_vec(), Default::default())
+    }
+}
+
+impl<const A: usize, const B: usize> From<[[f32; B]; A]> for Tensor<(Const<A>, Const<B>)> {
+    /// `Tensor::from([[1.0, 2.0], [3.0, 4.0]])` is a `Tensor<Rank2<2, 2>>`.
+    fn from(values: [[f32; B]; A]) -> Self {
+        checked(values.as_flattened().to_vec(), Default::default())
+    }
+}
+
+impl<const A: usize, const B: usize, const C: usize> From<[[[f32; C]; B]; A]>
+    for Tensor<(Const<A>, Const<B>, Const<C>)>
+{
+    /// A rank-3 tensor from nested arrays.
+    fn from(values: [[[f32; C]; B]; A]) -> Self {
+        checked(values.as_flattened().as_flattened().to_vec(), Default::default())
+    }
+}
+
+impl<const A: usize, const B: usize, const C: usize, const D: usize> From<[[[[f32; D]; C]; B]; A]>
+    for Tensor<(Const<A>, Const<B>, Const<C>, Const<D>)>
+{
+    /// A rank-4 tensor from nested arrays.
+    fn from(values: [[[[f32; D]; C]; B]; A]) -> Self {
+        checked(values.as_flattened().as_flattened().as_flattened().to_vec(), Default::default())
+    }
+}

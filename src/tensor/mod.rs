@@ -1,0 +1,171 @@
+//! The typed tensor: a shape type `S`, a gradient mode `G`, and a lazy value underneath.
+//!
+//! ```
+//! use teenygrad::prelude::*;
+//! let w = Tensor::from([[1.0, 2.0], [3.0, 4.0]]).requires_grad();
+//! let x = Tensor::from([1.0, -1.0]);
+//! let loss = w.matmul(&x).square().sum_all(); // (w·x)² summed: a tracked scalar
+//! loss.backward();
+//! // d/dw Σ (w·x)ᵢ² = 2 (w·x) xᵀ, with w·x = [-1, -1]
+//! assert_eq!(w.grad().unwrap().to_array(), [[-2.0, 2.0], [-2.0, 2.0]]);
+//! ```
+
+mod create;
+mod elementwise;
+mod fmt;
+mod matmul;
+mod movement;
+mod read;
+mod reduce;
+
+use std::marker::PhantomData;
+
+use crate::autograd::Var;
+use crate::lazy::LazyBuffer;
+use crate::shape::Shape;
+
+/// Whether a tensor records how it was made, as a type: [`NoGrad`] or [`Tracked`].
+pub trait GradMode: sealed::Sealed + Copy + Send + Sync + std::fmt::Debug + 'static {
+    /// True for [`Tracked`].
+    const TRACKED: bool;
+}
+
+/// The default mode: no record, no cost. `backward()` does not exist on such tensors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoGrad;
+
+/// The tensor carries the record of the operations that made it, for `backward()`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tracked;
+
+impl GradMode for NoGrad {
+    const TRACKED: bool = false;
+}
+impl GradMode for Tracked {
+    const TRACKED: bool = true;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::NoGrad {}
+    impl Sealed for super::Tracked {}
+}
+
+/// The mode of an operation's result: tracked if any input is.
+pub trait Join<Rhs: GradMode>: GradMode {
+    /// `Tracked` if either side is, else `NoGrad`.
+    type Out: GradMode;
+}
+impl Join<NoGrad> for NoGrad {
+    type Out = NoGrad;
+}
+impl Join<Tracked> for NoGrad {
+    type Out = Tracked;
+}
+impl Join<NoGrad> for Tracked {
+    type Out = Tracked;
+}
+impl Join<Tracked> for Tracked {
+    type Out = Tracked;
+}
+
+/// An n-dimensional array of `f32` whose shape `S` is a type (see [`crate::shape`]) and whose
+/// gradient mode `G` says whether it records operations for `backward()`.
+///
+/// Operations are lazy: they record and return at once; values are computed when read
+/// (`to_vec`, `to_array`, `item`, `Display`), on `realize()`, by `backward()` and by an optimizer
+/// step. Cloning is cheap and shares the value (and, if tracked, the record).
+pub struct Tensor<S: Shape, G: GradMode = NoGrad> {
+    pub(crate) shape: S,
+    pub(crate) var: Var,
+    _mode: PhantomData<G>,
+}
+
+impl<S: Shape, G: GradMode> Clone for Tensor<S, G> {
+    fn clone(&self) -> Self {
+        Tensor {
+            shape: self.shape,
+            var: self.var.clone(),
+            _mode: PhantomData,
+        }
+    }
+}
+
+impl<S: Shape, G: GradMode> Tensor<S, G> {
+    pub(crate) fn from_var(shape: S, var: Var) -> Self {
+        debug_assert_eq!(shape.dims(), var.buf.shape(), "typed and lazy shapes agree");
+        debug_assert!(G::TRACKED || var.node.is_none(), "an untracked tensor has no record");
+        Tensor {
+            shape,
+            var,
+            _mode: PhantomData,
+        }
+    }
+
+    /// The shape, as its type's value (its `dims()` gives the sizes).
+    pub fn shape(&self) -> S {
+        self.shape
+    }
+
+    /// The sizes of the dimensions.
+    pub fn dims(&self) -> Vec<usize> {
+        self.shape.dims()
+    }
+
+    /// The number of elements.
+    pub fn numel(&self) -> usize {
+        self.var.buf.numel()
+    }
+
+    /// The lazy value underneath (for inspection and the engine's own tests).
+    pub fn lazy(&self) -> &LazyBuffer {
+        &self.var.buf
+    }
+
+    /// Computes the value now (it is cached), and returns `self`.
+    pub fn realize(self) -> Self {
+        self.var.buf.realize();
+        self
+    }
+
+    /// The same values, untracked: no gradient flows back through the result.
+    pub fn detach(&self) -> Tensor<S> {
+        Tensor::from_var(self.shape, self.var.detach())
+    }
+}
+
+impl<S: Shape> Tensor<S, NoGrad> {
+    /// A leaf that records operations and accumulates gradients (a parameter).
+    pub fn requires_grad(self) -> Tensor<S, Tracked> {
+        Tensor::from_var(self.shape, Var::leaf(self.var.buf))
+    }
+}
+
+impl<S: Shape> Tensor<S, Tracked> {
+    /// The gradient accumulated by `backward()` calls since the last [`zero_grad`](Self::zero_grad),
+    /// or `None` if none reached this tensor. Only leaves (made by `requires_grad`) accumulate.
+    pub fn grad(&self) -> Option<Tensor<S>> {
+        self.var.grad().map(|g| Tensor::from_var(self.shape, crate::autograd::Var::untracked(g)))
+    }
+
+    /// Clears the accumulated gradient.
+    pub fn zero_grad(&self) {
+        self.var.zero_grad();
+    }
+
+    /// Replaces a leaf's values, keeping its identity and gradient (used by optimizers).
+    pub(crate) fn set_value(&mut self, value: LazyBuffer) {
+        self.var.set_leaf_value(value);
+    }
+}
+
+impl Tensor<(), Tracked> {
+    /// Backpropagates from this scalar: adds d(self)/d(leaf) into every leaf's `grad()`.
+    ///
+    /// Runs in reverse topological order without recursion and realizes the leaves' gradients.
+    /// Each operation's backward rule is freed as it runs, so a graph is backpropagated once;
+    /// build the forward pass again for another `backward()`.
+    pub fn backward(&self) {
+        self.var.backward_with(LazyBuffer::full(&[], 1.0));
+    }
+}

@@ -1,0 +1,178 @@
+//! Movement operations: views that copy nothing (reshape copies only when a view cannot be
+//! reshaped in place). Static target shapes are checked at compile time; run-time dims at run time.
+
+use super::{GradMode, Tensor};
+use crate::error::{Error, Result};
+use crate::shape::{Axes, BroadcastTo, Const, ConstShape, Dim, PermuteShape, Shape, assert_same_numel, check_reshape};
+
+impl<S: Shape, G: GradMode> Tensor<S, G> {
+    /// The same elements in the static shape `Dst`; a different element count does not compile.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let t = Tensor::<Rank1<6>>::arange().reshape::<Rank2<2, 3>>();
+    /// assert_eq!(t.to_array(), [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]);
+    /// ```
+    pub fn reshape<Dst: ConstShape>(&self) -> Tensor<Dst, G>
+    where
+        S: ConstShape,
+    {
+        const { assert_same_numel::<S, Dst>() };
+        Tensor::from_var(Dst::default(), self.var.reshape(&Dst::default().dims()))
+    }
+
+    /// The same elements in `dst`, a shape with run-time dims; an error naming both shapes if the
+    /// element counts differ.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let t = Tensor::from([[1.0, 2.0], [3.0, 4.0]]);
+    /// assert_eq!(t.try_reshape_to((4usize,)).unwrap().to_vec(), vec![1.0, 2.0, 3.0, 4.0]);
+    /// assert!(t.try_reshape_to((3usize,)).is_err());
+    /// ```
+    pub fn try_reshape_to<Dst: Shape>(&self, dst: Dst) -> Result<Tensor<Dst, G>> {
+        check_reshape(&self.shape, &dst)?;
+        Ok(Tensor::from_var(dst, self.var.reshape(&dst.dims())))
+    }
+
+    /// [`try_reshape_to`](Self::try_reshape_to) that panics (naming both shapes) on a mismatch.
+    pub fn reshape_to<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, G> {
+        self.try_reshape_to(dst).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// All elements in one axis of static length `N` (`N` must be the element count).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::<Rank2<2, 3>>::ones().flatten::<6>().to_array(), [1.0; 6]);
+    /// ```
+    pub fn flatten<const N: usize>(&self) -> Tensor<(Const<N>,), G>
+    where
+        S: ConstShape,
+    {
+        self.reshape::<(Const<N>,)>()
+    }
+
+    /// Reorders the axes: axis `k` of the result is axis `Ax[k]` of `self`.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let t = Tensor::<Rank3<2, 3, 4>>::zeros().permute::<Axes3<2, 0, 1>>();
+    /// assert_eq!(t.dims(), vec![4, 2, 3]);
+    /// ```
+    pub fn permute<Ax: Axes>(&self) -> Tensor<S::Output, G>
+    where
+        S: PermuteShape<Ax>,
+    {
+        Tensor::from_var(self.shape.permuted(), self.var.permute(&Ax::indices()))
+    }
+
+    /// Broadcasts to the static shape `Dst` (numpy rule: `One` and missing leading axes stretch).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let row = Tensor::from([1.0, 2.0]);
+    /// assert_eq!(row.broadcast::<Rank2<2, 2>>().to_array(), [[1.0, 2.0], [1.0, 2.0]]);
+    /// ```
+    pub fn broadcast<Dst: ConstShape>(&self) -> Tensor<Dst, G>
+    where
+        S: BroadcastTo<Dst>,
+    {
+        self.broadcast_to(Dst::default())
+    }
+
+    /// Broadcasts to `dst`, whose run-time dims must match; panics naming both shapes otherwise
+    /// (see [`try_broadcast_to`](Self::try_broadcast_to)).
+    pub fn broadcast_to<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, G>
+    where
+        S: BroadcastTo<Dst>,
+    {
+        self.try_broadcast_to(dst).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Broadcasts to `dst`, or an error naming both shapes if a run-time dim differs.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let col = Tensor::from([[1.0], [2.0]]).reshape::<(Const<2>, One)>();
+    /// assert_eq!(col.try_broadcast_to((Const::<2>, 3usize)).unwrap().to_vec(), vec![1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
+    /// ```
+    pub fn try_broadcast_to<Dst: Shape>(&self, dst: Dst) -> Result<Tensor<Dst, G>>
+    where
+        S: BroadcastTo<Dst>,
+    {
+        self.shape.check_broadcast_to(&dst)?;
+        Ok(Tensor::from_var(dst, self.var.expand(&dst.dims())))
+    }
+
+    /// Pads axis `d` with `pads[d] = (before, after)` zeros; `Dst` must have the padded sizes.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let t = Tensor::from([1.0, 2.0]).pad::<Rank1<4>>(&[(1, 1)]).unwrap();
+    /// assert_eq!(t.to_array(), [0.0, 1.0, 2.0, 0.0]);
+    /// assert!(Tensor::from([1.0, 2.0]).pad::<Rank1<4>>(&[(1, 0)]).is_err());
+    /// ```
+    pub fn pad<Dst: ConstShape>(&self, pads: &[(usize, usize)]) -> Result<Tensor<Dst, G>> {
+        self.pad_to(Dst::default(), pads)
+    }
+
+    /// [`pad`](Self::pad) to a shape with run-time dims.
+    pub fn pad_to<Dst: Shape>(&self, dst: Dst, pads: &[(usize, usize)]) -> Result<Tensor<Dst, G>> {
+        let (src, out) = (self.dims(), dst.dims());
+        let fits = pads.len() == src.len()
+            && out.len() == src.len()
+            && (0..src.len()).all(|d| src[d].checked_add(pads[d].0).and_then(|s| s.checked_add(pads[d].1)) == Some(out[d]));
+        if !fits {
+            return Err(Error::ShapeMismatch {
+                op: "pad",
+                lhs: src,
+                rhs: out,
+                rule: "each target dim must be the source dim plus its (before, after) padding",
+            });
+        }
+        Ok(Tensor::from_var(dst, self.var.pad(pads)))
+    }
+
+    /// The block starting at `starts` with the static shape `Dst` (a view).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let m = Tensor::from([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
+    /// assert_eq!(m.slice::<Rank2<2, 2>>(&[0, 1]).unwrap().to_array(), [[2.0, 3.0], [5.0, 6.0]]);
+    /// assert!(m.slice::<Rank2<2, 2>>(&[0, 2]).is_err());
+    /// ```
+    pub fn slice<Dst: ConstShape>(&self, starts: &[usize]) -> Result<Tensor<Dst, G>> {
+        self.slice_to(Dst::default(), starts)
+    }
+
+    /// [`slice`](Self::slice) to a shape with run-time dims.
+    pub fn slice_to<Dst: Shape>(&self, dst: Dst, starts: &[usize]) -> Result<Tensor<Dst, G>> {
+        let (src, out) = (self.dims(), dst.dims());
+        let fits = starts.len() == src.len()
+            && out.len() == src.len()
+            && (0..src.len()).all(|d| starts[d].checked_add(out[d]).is_some_and(|end| end <= src[d]));
+        if !fits {
+            return Err(Error::ShapeMismatch {
+                op: "slice",
+                lhs: src,
+                rhs: out,
+                rule: "the block (starts + target dims) must lie inside the source",
+            });
+        }
+        let ranges: Vec<(usize, usize)> = starts.iter().zip(&out).map(|(&s, &n)| (s, s + n)).collect();
+        Ok(Tensor::from_var(dst, self.var.shrink(&ranges)))
+    }
+}
+
+impl<M: Dim, N: Dim, G: GradMode> Tensor<(M, N), G> {
+    /// The transpose of a matrix (a view).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::from([[1.0, 2.0]]).t().to_array(), [[1.0], [2.0]]);
+    /// ```
+    pub fn t(&self) -> Tensor<(N, M), G> {
+        Tensor::from_var((self.shape.1, self.shape.0), self.var.permute(&[1, 0]))
+    }
+}
