@@ -2,3 +2,21 @@
 //! compile errors.
 
 pub mod runtime;
+
+pub mod axes;
+pub mod broadcast;
+pub mod dims;
+pub mod matmul;
+pub mod permute;
+pub mod reduce;
+pub mod reshape;
+pub mod shapes;
+
+pub use axes::{Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, HasAxis};
+pub use broadcast::{BroadcastDim, BroadcastShape, BroadcastTo, ExpandDim};
+pub use dims::{Const, ConstDim, Dim, One};
+pub use matmul::MatMulShape;
+pub use permute::PermuteShape;
+pub use reduce::ReduceShape;
+pub use reshape::{assert_same_numel, check_reshape};
+pub use shapes::{ConstShape, Rank0, Rank1, Rank2, Rank3, Rank4, Rank5, Rank6, Shape};
