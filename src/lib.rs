@@ -8,6 +8,8 @@ pub(crate) mod autograd;
 pub mod data;
 pub mod error;
 pub mod lazy;
+pub mod nn;
+pub mod optim;
 pub mod shape;
 pub mod tensor;
 
@@ -21,5 +23,5 @@ pub mod prelude {
         Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, Const, ConstShape, Dim, One, Rank0, Rank1, Rank2, Rank3,
         Rank4, Rank5, Rank6, Shape,
     };
-    pub use crate::tensor::{GradMode, NoGrad, Tensor, Tracked};
+    pub use crate::tensor::{GradMode, Labels, NoGrad, Tensor, Tracked, cross_entropy, mse};
 }

@@ -56,7 +56,7 @@ impl Drop for GradNode {
 
 /// A lazy value and, if it is tracked, its record. The untyped core of `Tensor`.
 #[derive(Clone, Debug)]
-pub(crate) struct Var {
+pub struct Var {
     pub(crate) buf: LazyBuffer,
     pub(crate) node: Option<Arc<GradNode>>,
 }

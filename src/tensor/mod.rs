@@ -10,6 +10,7 @@
 //! assert_eq!(w.grad().unwrap().to_array(), [[-2.0, 2.0], [-2.0, 2.0]]);
 //! ```
 
+mod composite;
 mod create;
 mod elementwise;
 mod fmt;
@@ -17,6 +18,8 @@ mod matmul;
 mod movement;
 mod read;
 mod reduce;
+
+pub use composite::{Labels, cross_entropy, mse};
 
 use std::marker::PhantomData;
 
@@ -151,11 +154,6 @@ impl<S: Shape> Tensor<S, Tracked> {
     /// Clears the accumulated gradient.
     pub fn zero_grad(&self) {
         self.var.zero_grad();
-    }
-
-    /// Replaces a leaf's values, keeping its identity and gradient (used by optimizers).
-    pub(crate) fn set_value(&mut self, value: LazyBuffer) {
-        self.var.set_leaf_value(value);
     }
 }
 

@@ -1,0 +1,53 @@
+//! Neural-network building blocks: the [`Module`] trait, [`Linear`] layers, activations,
+//! sequential composition as tuples, and named access to parameters.
+//!
+//! A whole MLP is one type: `(Linear<64, 128>, Relu, Linear<128, 10>)` is [`Mlp<64, 128, 10>`].
+//! Parameters are named as PyTorch's `nn.Sequential` names them (`"0.weight"`, `"2.bias"`), so
+//! weights move between the two through safetensors files.
+//!
+//! ```
+//! use teenygrad::prelude::*;
+//! use teenygrad::nn::{Init, Mlp, Module};
+//! use rand::SeedableRng;
+//! let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+//! let model = Mlp::<4, 8, 3>::init(&mut rng);
+//! let x = Tensor::<Rank2<2, 4>>::randn(&mut rng);
+//! let logits: Tensor<Rank2<2, 3>, Tracked> = model.forward(x);
+//! assert_eq!(logits.dims(), vec![2, 3]);
+//! ```
+
+mod activation;
+mod linear;
+mod params;
+pub(crate) mod params_internal;
+mod sequential;
+
+pub use activation::{Gelu, Relu, Sigmoid, Tanh};
+pub use linear::Linear;
+pub use params::{Param, Params};
+
+/// A layer or model: maps a typed input to a typed output.
+pub trait Module<X> {
+    /// The output type (its shape follows from the input's; it is tracked if the input or the
+    /// module's parameters are).
+    type Output;
+    /// Runs the module on `x` (lazily: nothing is computed until the output is read).
+    fn forward(&self, x: X) -> Self::Output;
+}
+
+/// Construction from the caller's seeded RNG, with PyTorch's default initialization.
+pub trait Init: Sized {
+    /// A freshly initialized module; the same RNG state gives the same parameters.
+    fn init<R: rand::Rng + ?Sized>(rng: &mut R) -> Self;
+}
+
+/// A module's untracked twin for inference: same parameter values, no records, no cost.
+pub trait Detach {
+    /// The untracked twin's type.
+    type Detached;
+    /// Shares the parameter values (no copy).
+    fn detached(&self) -> Self::Detached;
+}
+
+/// A two-layer perceptron: `Linear<I, H>`, ReLU, `Linear<H, O>`.
+pub type Mlp<const I: usize, const H: usize, const O: usize> = (Linear<I, H>, Relu, Linear<H, O>);

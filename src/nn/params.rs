@@ -1,0 +1,137 @@
+//! Named, untyped access to a module's parameters: what optimizers and serialization need.
+
+use crate::autograd::Var;
+use crate::error::{Error, Result};
+use crate::lazy::LazyBuffer;
+use crate::shape::Shape;
+use crate::tensor::{GradMode, Tensor};
+
+/// One parameter tensor, seen without its static shape.
+pub trait Param: internal::AsVar {
+    /// The sizes of its dims.
+    fn dims(&self) -> Vec<usize>;
+    /// Its values, row-major (realizes).
+    fn values(&self) -> Vec<f32>;
+    /// Its accumulated gradient, row-major, if any.
+    fn grad_values(&self) -> Option<Vec<f32>>;
+    /// Replaces its values; an error (and no change) if the length is not its element count.
+    fn set_values(&mut self, values: Vec<f32>) -> Result<()>;
+    /// Clears its gradient.
+    fn zero_grad(&self);
+}
+
+pub(crate) mod internal {
+    /// Engine access to a parameter; not nameable outside the crate.
+    pub trait AsVar {
+        #[doc(hidden)]
+        fn as_var(&self) -> &crate::autograd::Var;
+        #[doc(hidden)]
+        fn as_var_mut(&mut self) -> &mut crate::autograd::Var;
+    }
+}
+
+impl<S: Shape, G: GradMode> internal::AsVar for Tensor<S, G> {
+    fn as_var(&self) -> &Var {
+        &self.var
+    }
+    fn as_var_mut(&mut self) -> &mut Var {
+        &mut self.var
+    }
+}
+
+impl<S: Shape, G: GradMode> Param for Tensor<S, G> {
+    fn dims(&self) -> Vec<usize> {
+        Tensor::dims(self)
+    }
+    fn values(&self) -> Vec<f32> {
+        self.to_vec()
+    }
+    fn grad_values(&self) -> Option<Vec<f32>> {
+        self.var.grad().map(|g| g.to_vec())
+    }
+    fn set_values(&mut self, values: Vec<f32>) -> Result<()> {
+        let dims = Tensor::dims(self);
+        let buf = LazyBuffer::from_vec(values, &dims)?;
+        self.var.set_leaf_value(buf);
+        Ok(())
+    }
+    fn zero_grad(&self) {
+        self.var.zero_grad();
+    }
+}
+
+/// Modules whose parameters can be visited by name, in a fixed order.
+pub trait Params {
+    /// Calls `f` with each parameter's dotted name (under `prefix`) and the parameter.
+    fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param));
+    /// Calls `f` with each parameter's dotted name (under `prefix`), mutably.
+    fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param));
+
+    /// Every parameter's name and dims, in visiting order.
+    ///
+    /// ```
+    /// use teenygrad::nn::{Init, Linear, Params};
+    /// use rand::SeedableRng;
+    /// let layer = Linear::<3, 2>::init(&mut rand::rngs::StdRng::seed_from_u64(0));
+    /// assert_eq!(layer.named_dims(), vec![("weight".to_string(), vec![2, 3]), ("bias".to_string(), vec![2])]);
+    /// ```
+    fn named_dims(&self) -> Vec<(String, Vec<usize>)> {
+        let mut out = Vec::new();
+        self.visit("", &mut |name, p| out.push((name.to_string(), p.dims())));
+        out
+    }
+
+    /// The number of scalar parameters.
+    fn parameter_count(&self) -> usize {
+        self.named_dims().iter().map(|(_, d)| d.iter().product::<usize>()).sum()
+    }
+
+    /// Clears every parameter's gradient.
+    fn zero_grad(&self) {
+        self.visit("", &mut |_, p| p.zero_grad());
+    }
+
+    /// Copies every parameter's values out, by name.
+    fn state_dict(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+        let mut out = Vec::new();
+        self.visit("", &mut |name, p| out.push((name.to_string(), p.dims(), p.values())));
+        out
+    }
+
+    /// Loads values by name. All names and shapes are checked before anything changes: a
+    /// missing, extra or misshapen entry is an error and the module is left untouched.
+    fn load_state_dict(&mut self, state: &[(String, Vec<usize>, Vec<f32>)]) -> Result<()> {
+        let expected = self.named_dims();
+        for (name, dims) in &expected {
+            let found = state.iter().find(|(n, _, _)| n == name).ok_or_else(|| Error::Data {
+                location: name.clone(),
+                message: "missing from the state".into(),
+            })?;
+            if &found.1 != dims || found.2.len() != dims.iter().product::<usize>() {
+                return Err(Error::Data {
+                    location: name.clone(),
+                    message: format!("shape {:?} (with {} values) does not match the parameter's {dims:?}", found.1, found.2.len()),
+                });
+            }
+        }
+        if let Some((extra, _, _)) = state.iter().find(|(n, _, _)| !expected.iter().any(|(e, _)| e == n)) {
+            return Err(Error::Data {
+                location: extra.clone(),
+                message: "is not a parameter of this module".into(),
+            });
+        }
+        let mut result = Ok(());
+        self.visit_mut("", &mut |name, p| {
+            let (_, _, values) = state.iter().find(|(n, _, _)| n == name).expect("checked above");
+            if let Err(e) = p.set_values(values.clone()) {
+                result = Err(e);
+            }
+        });
+        result
+    }
+}
+
+/// `prefix.name`, or `name` when the prefix is empty.
+pub(crate) fn join(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") }
+}

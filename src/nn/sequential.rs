@@ -1,0 +1,64 @@
+//! Sequential composition: a tuple of modules runs them in order. Parameters are named by
+//! position (`"0.weight"`, `"2.bias"`), as PyTorch's `nn.Sequential` names them.
+
+use super::params::{Param, Params, join};
+use super::{Detach, Init, Module};
+
+/// `Module` for a tuple: each module's output type is the next one's input.
+macro_rules! chain {
+    ($first:ident $fi:tt $(, $prev:ident => $m:ident $i:tt)*; $last:ident) => {
+        impl<X, $first $(, $m)*> Module<X> for ($first, $($m,)*)
+        where
+            $first: Module<X>,
+            $($m: Module<$prev::Output>,)*
+        {
+            type Output = $last::Output;
+            fn forward(&self, x: X) -> Self::Output {
+                let x = self.$fi.forward(x);
+                $(let x = self.$i.forward(x);)*
+                x
+            }
+        }
+    };
+}
+
+chain!(A 0; A);
+chain!(A 0, A => B 1; B);
+chain!(A 0, A => B 1, B => C 2; C);
+chain!(A 0, A => B 1, B => C 2, C => D 3; D);
+chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4; E);
+chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4, E => F 5; F);
+
+/// `Init`, `Params` and `Detach` for a tuple, element by element.
+macro_rules! elementwise_traits {
+    ($($m:ident $i:tt),+) => {
+        impl<$($m: Init),+> Init for ($($m,)+) {
+            fn init<R: rand::Rng + ?Sized>(rng: &mut R) -> Self {
+                ($($m::init(rng),)+)
+            }
+        }
+
+        impl<$($m: Params),+> Params for ($($m,)+) {
+            fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+                $(self.$i.visit(&join(prefix, stringify!($i)), f);)+
+            }
+            fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+                $(self.$i.visit_mut(&join(prefix, stringify!($i)), f);)+
+            }
+        }
+
+        impl<$($m: Detach),+> Detach for ($($m,)+) {
+            type Detached = ($($m::Detached,)+);
+            fn detached(&self) -> Self::Detached {
+                ($(self.$i.detached(),)+)
+            }
+        }
+    };
+}
+
+elementwise_traits!(A 0);
+elementwise_traits!(A 0, B 1);
+elementwise_traits!(A 0, B 1, C 2);
+elementwise_traits!(A 0, B 1, C 2, D 3);
+elementwise_traits!(A 0, B 1, C 2, D 3, E 4);
+elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5);

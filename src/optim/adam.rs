@@ -1,0 +1,117 @@
+//! Adam and AdamW.
+
+use super::{Optimizer, apply_updates, scalar};
+use crate::lazy::{LazyBuffer, UnaryOp};
+use crate::nn::Params;
+
+/// Adam as PyTorch's `torch.optim.Adam` defines it (bias-corrected), or AdamW with decoupled
+/// weight decay. At step `t`, with gradient `g` and parameter `p`:
+///
+/// ```text
+/// g ← g + weight_decay·p                  (Adam)     p ← p·(1 − lr·weight_decay)   (AdamW)
+/// m ← β₁·m + (1 − β₁)·g
+/// v ← β₂·v + (1 − β₂)·g²
+/// p ← p − lr · (m / (1 − β₁ᵗ)) / (√(v / (1 − β₂ᵗ)) + ε)
+/// ```
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::nn::{Init, Linear, Params};
+/// use teenygrad::optim::{Adam, Optimizer};
+/// use rand::SeedableRng;
+/// let mut layer = Linear::<1, 1>::init(&mut rand::rngs::StdRng::seed_from_u64(0));
+/// let w0 = layer.state_dict()[0].2[0];
+/// layer.weight.sum_all().backward();
+/// Adam::new(0.01).step(&mut layer);
+/// // The first Adam step moves each parameter by lr·g/(|g| + ε) ≈ lr.
+/// assert!((layer.state_dict()[0].2[0] - (w0 - 0.01)).abs() < 1e-6);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Adam {
+    /// Learning rate.
+    pub lr: f32,
+    /// Decay rates of the first and second moment estimates.
+    pub betas: (f32, f32),
+    /// Added to the denominator for stability.
+    pub eps: f32,
+    /// Weight decay: an L2 term for Adam, decoupled for AdamW.
+    pub weight_decay: f32,
+    /// True for AdamW's decoupled weight decay.
+    pub decoupled: bool,
+    step: u32,
+    moments: Vec<Option<(LazyBuffer, LazyBuffer)>>,
+}
+
+impl Adam {
+    /// Adam with PyTorch's defaults: betas (0.9, 0.999), eps 1e-8, no weight decay.
+    pub fn new(lr: f32) -> Self {
+        Adam {
+            lr,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            weight_decay: 0.0,
+            decoupled: false,
+            step: 0,
+            moments: Vec::new(),
+        }
+    }
+
+    /// AdamW with PyTorch's defaults (weight decay 0.01).
+    pub fn adamw(lr: f32) -> Self {
+        Adam {
+            weight_decay: 0.01,
+            decoupled: true,
+            ..Adam::new(lr)
+        }
+    }
+
+    /// With other betas.
+    pub fn betas(mut self, beta1: f32, beta2: f32) -> Self {
+        self.betas = (beta1, beta2);
+        self
+    }
+
+    /// With another epsilon.
+    pub fn eps(mut self, eps: f32) -> Self {
+        self.eps = eps;
+        self
+    }
+
+    /// With weight decay (L2 for Adam, decoupled for AdamW).
+    pub fn weight_decay(mut self, weight_decay: f32) -> Self {
+        self.weight_decay = weight_decay;
+        self
+    }
+}
+
+impl Optimizer for Adam {
+    fn step<M: Params + ?Sized>(&mut self, model: &mut M) {
+        self.step += 1;
+        let Adam { lr, betas: (b1, b2), eps, weight_decay, decoupled, step, .. } = *self;
+        let correction1 = 1.0 - (b1 as f64).powi(step as i32);
+        let correction2 = 1.0 - (b2 as f64).powi(step as i32);
+        let moments = &mut self.moments;
+        apply_updates(model, |i, p, g| {
+            let mut p = p.clone();
+            let mut g = g.clone();
+            if weight_decay != 0.0 {
+                if decoupled {
+                    p = p.mul(&scalar(&p, 1.0 - lr * weight_decay));
+                } else {
+                    g = g.add(&p.mul(&scalar(&p, weight_decay)));
+                }
+            }
+            if moments.len() <= i {
+                moments.resize(i + 1, None);
+            }
+            let (m, v) = moments[i].take().unwrap_or_else(|| (scalar(&p, 0.0), scalar(&p, 0.0)));
+            let m = m.mul(&scalar(&p, b1)).add(&g.mul(&scalar(&p, 1.0 - b1)));
+            let v = v.mul(&scalar(&p, b2)).add(&g.mul(&g).mul(&scalar(&p, 1.0 - b2)));
+            let m_hat = m.mul(&scalar(&p, (1.0 / correction1) as f32));
+            let denom = v.mul(&scalar(&p, (1.0 / correction2) as f32)).unary(UnaryOp::Sqrt).add(&scalar(&p, eps));
+            let new_p = p.sub(&m_hat.div(&denom).mul(&scalar(&p, lr)));
+            moments[i] = Some((m.clone(), v.clone()));
+            (new_p, vec![m, v])
+        });
+    }
+}

@@ -1,0 +1,274 @@
+//! Composite operations, built from primitives (their gradients follow from the primitives'):
+//! softmax, log_softmax, logsumexp, variance, GELU, and the losses (cross entropy from class
+//! indices, mean squared error).
+
+use super::{GradMode, Tensor};
+use crate::autograd::Var;
+use crate::error::{Error, Result};
+use crate::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp};
+use crate::shape::{Axes, Const, Dim, ReduceShape, Shape};
+
+/// `reduce(x, axes)` kept as size-1 axes and broadcast back to `x`'s shape.
+fn reduce_back(x: &Var, op: ReduceOp, axes: &[usize]) -> Var {
+    x.reduce(op, axes).expand(x.buf.shape())
+}
+
+/// `log Σ exp(x)` over `axes`, kept as size 1, computed as `m + log Σ exp(x - m)` with `m` the
+/// (detached) maximum, so it is finite for logits of any magnitude. Where the maximum is not
+/// finite (a row of all `-inf`), `m` is taken as 0 so the result is `-inf` rather than NaN.
+fn logsumexp_keep(x: &Var, axes: &[usize]) -> Var {
+    let m = x.buf.reduce(ReduceOp::Max, axes);
+    let finite = m.unary(UnaryOp::Abs).binary(BinaryOp::CmpLt, &LazyBuffer::full(m.shape(), f32::INFINITY));
+    let m = Var::untracked(finite.where_(&m, &LazyBuffer::full(m.shape(), 0.0)));
+    let shifted = x.binary(BinaryOp::Sub, &m.expand(x.buf.shape()));
+    let sum = shifted.unary(UnaryOp::Exp).reduce(ReduceOp::Sum, axes);
+    sum.unary(UnaryOp::Log).binary(BinaryOp::Add, &m)
+}
+
+impl<S: Shape, G: GradMode> Tensor<S, G> {
+    /// `exp(x) / Σ exp(x)` over the axes `Ax` (max-subtracted, so large logits do not overflow).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let p = Tensor::from([[1.0, 1.0], [0.0, 1e4]]).softmax::<Axis<1>>();
+    /// assert_eq!(p.to_array(), [[0.5, 0.5], [0.0, 1.0]]);
+    /// ```
+    pub fn softmax<Ax: Axes>(&self) -> Self
+    where
+        S: ReduceShape<Ax>,
+    {
+        let axes = Ax::indices();
+        let m = self.var.detach().reduce(ReduceOp::Max, &axes).expand(&self.dims());
+        let e = self.var.binary(BinaryOp::Sub, &m).unary(UnaryOp::Exp);
+        let total = reduce_back(&e, ReduceOp::Sum, &axes);
+        Tensor::from_var(self.shape, e.binary(BinaryOp::Div, &total))
+    }
+
+    /// `x - logsumexp(x)` over `Ax`: finite for logits of ±1e4.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let l = Tensor::from([[0.0, 0.0], [-1e4, 1e4]]).log_softmax::<Axis<1>>();
+    /// assert_eq!(l.to_array(), [[-std::f32::consts::LN_2, -std::f32::consts::LN_2], [-2e4, 0.0]]);
+    /// ```
+    pub fn log_softmax<Ax: Axes>(&self) -> Self
+    where
+        S: ReduceShape<Ax>,
+    {
+        let lse = logsumexp_keep(&self.var, &Ax::indices()).expand(&self.dims());
+        Tensor::from_var(self.shape, self.var.binary(BinaryOp::Sub, &lse))
+    }
+
+    /// `log Σ exp(x)` over `Ax` (stable for large magnitudes).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let l = Tensor::from([1e4, 1e4]).logsumexp::<Axis<0>>();
+    /// assert_eq!(l.item(), 1e4 + std::f32::consts::LN_2);
+    /// ```
+    pub fn logsumexp<Ax: Axes>(&self) -> Tensor<S::Output, G>
+    where
+        S: ReduceShape<Ax>,
+    {
+        let shape = self.shape.reduced();
+        let var = logsumexp_keep(&self.var, &Ax::indices()).reshape(&shape.dims());
+        Tensor::from_var(shape, var)
+    }
+
+    /// Variance over `Ax` with Bessel's correction (divides by `n - 1`), as `torch.var` does.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::from([1.0, 2.0, 3.0, 4.0]).var::<Axis<0>>().item(), 5.0 / 3.0);
+    /// ```
+    pub fn var<Ax: Axes>(&self) -> Tensor<S::Output, G>
+    where
+        S: ReduceShape<Ax>,
+    {
+        let axes = Ax::indices();
+        let n: usize = axes.iter().map(|&a| self.dims()[a]).product();
+        let mean = reduce_back(&self.var, ReduceOp::Sum, &axes)
+            .binary(BinaryOp::Mul, &Var::untracked(LazyBuffer::full(&self.dims(), 1.0 / n as f32)));
+        let centered = self.var.binary(BinaryOp::Sub, &mean);
+        let squares = Tensor::<S, G>::from_var(self.shape, centered.binary(BinaryOp::Mul, &centered));
+        squares.sum::<Ax>() / (n as f32 - 1.0)
+    }
+
+    /// `op(self, rhs)` for two tensors of this exact shape.
+    fn zip(&self, op: BinaryOp, rhs: &Self) -> Self {
+        Tensor::from_var(self.shape, self.var.binary(op, &rhs.var))
+    }
+
+    /// GELU with the exact erf form, `x·Φ(x)`, with [`erf`](Self::erf)'s approximation.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let y = Tensor::from([0.0, 1.0]).gelu().to_array();
+    /// assert!((y[1] - 0.841_344_7).abs() < 1e-6 && y[0] == 0.0);
+    /// ```
+    pub fn gelu(&self) -> Self {
+        let cdf = (self * std::f32::consts::FRAC_1_SQRT_2).erf() * 0.5 + 0.5;
+        self.zip(BinaryOp::Mul, &cdf)
+    }
+
+    /// GELU in its tanh form, `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let y = Tensor::from([1.0]).gelu_tanh().to_array();
+    /// assert!((y[0] - 0.841_192).abs() < 1e-5);
+    /// ```
+    pub fn gelu_tanh(&self) -> Self {
+        let cube = self.square().zip(BinaryOp::Mul, self);
+        let inner = self.zip(BinaryOp::Add, &(cube * 0.044_715)) * (2.0 / std::f32::consts::PI).sqrt();
+        self.zip(BinaryOp::Mul, &(inner.tanh() * 0.5 + 0.5))
+    }
+
+    /// The error function, by Abramowitz & Stegun 7.1.26: `1 - (a1·t + … + a5·t⁵)·e^(-x²)` with
+    /// `t = 1/(1 + p|x|)`, odd-extended; absolute error below 1.5e-7.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let y = Tensor::from([0.0, 1.0, -1.0]).erf().to_array();
+    /// assert!(y[0].abs() < 1e-7 && (y[1] - 0.842_700_8).abs() < 2e-7 && (y[2] + 0.842_700_8).abs() < 2e-7);
+    /// ```
+    pub fn erf(&self) -> Self {
+        const P: f32 = 0.327_591_1;
+        const A: [f32; 5] = [0.254_829_6, -0.284_496_74, 1.421_413_7, -1.453_152_1, 1.061_405_4];
+        let ax = self.abs();
+        let t = (&ax * P + 1.0).recip();
+        // Horner: ((((a5·t + a4)·t + a3)·t + a2)·t + a1)·t
+        let poly = A.iter().rev().fold(&t * 0.0, |acc, &a| acc.zip(BinaryOp::Mul, &t) + a);
+        let poly = poly.zip(BinaryOp::Mul, &t);
+        let tail = poly.zip(BinaryOp::Mul, &ax.square().neg().exp());
+        // sign(x) from comparisons with 0 (untracked): erf(0) = 0.
+        let (x, zero) = (&self.var.buf, LazyBuffer::full(&self.dims(), 0.0));
+        let sign = zero.binary(BinaryOp::CmpLt, x).binary(BinaryOp::Sub, &x.binary(BinaryOp::CmpLt, &zero));
+        (tail.neg() + 1.0).zip(BinaryOp::Mul, &Tensor::from_var(self.shape, Var::untracked(sign)))
+    }
+}
+
+/// Class indices for a batch of `B` samples: the targets of [`cross_entropy`]. The batch size is a
+/// type, so logits and labels of different static batch sizes do not compile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Labels<B: Dim> {
+    batch: B,
+    indices: Vec<usize>,
+}
+
+impl<B: Dim> Labels<B> {
+    /// Labels for the batch `batch`; an error if `indices.len()` is not its size.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert!(Labels::new(vec![0, 2, 1], Const::<3>).is_ok());
+    /// assert!(Labels::new(vec![0, 2], 3usize).is_err());
+    /// ```
+    pub fn new(indices: Vec<usize>, batch: B) -> Result<Self> {
+        if indices.len() != batch.size() {
+            return Err(Error::LengthMismatch {
+                shape: vec![batch.size()],
+                expected: batch.size(),
+                got: indices.len(),
+            });
+        }
+        Ok(Labels { batch, indices })
+    }
+
+    /// The class indices.
+    pub fn indices(&self) -> &[usize] {
+        &self.indices
+    }
+}
+
+impl Labels<usize> {
+    /// Labels for a run-time batch of `indices.len()` samples.
+    pub fn from_vec(indices: Vec<usize>) -> Self {
+        Labels {
+            batch: indices.len(),
+            indices,
+        }
+    }
+}
+
+/// Mean cross entropy of `logits` (one row per sample) against class `labels`:
+/// `mean_i( logsumexp(logits_i) - logits_i[label_i] )`, finite for logits of ±1e4.
+///
+/// A label `>= C` is [`Error::Data`] naming the sample; a run-time batch size that differs is
+/// [`Error::ShapeMismatch`].
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::tensor::{Labels, cross_entropy};
+/// let logits = Tensor::from([[0.0, 0.0], [10.0, -10.0]]);
+/// let loss = cross_entropy(&logits, &Labels::new(vec![0, 0], Const::<2>).unwrap()).unwrap();
+/// assert!((loss.item() - (2f32.ln() + 2e-9) / 2.0).abs() < 1e-6);
+/// assert!(cross_entropy(&logits, &Labels::new(vec![0, 2], Const::<2>).unwrap()).is_err());
+/// ```
+pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
+    logits: &Tensor<(B, Const<C>), G>,
+    labels: &Labels<B>,
+) -> Result<Tensor<(), G>> {
+    let batch = logits.shape.0.size();
+    if labels.batch.size() != batch {
+        return Err(Error::ShapeMismatch {
+            op: "cross_entropy",
+            lhs: logits.dims(),
+            rhs: vec![labels.batch.size()],
+            rule: "one label per row of logits",
+        });
+    }
+    if let Some((i, &label)) = labels.indices.iter().enumerate().find(|&(_, &l)| l >= C) {
+        return Err(Error::Data {
+            location: format!("label {i}"),
+            message: format!("class {label} is out of range for {C} classes"),
+        });
+    }
+    let mut one_hot = vec![0.0f32; batch * C];
+    for (row, &label) in labels.indices.iter().enumerate() {
+        one_hot[row * C + label] = 1.0;
+    }
+    let one_hot = Var::untracked(LazyBuffer::from_vec(one_hot, &[batch, C])?);
+    let lse = logsumexp_keep(&logits.var, &[1]).reshape(&[batch]);
+    let picked = logits.var.binary(BinaryOp::Mul, &one_hot).reduce(ReduceOp::Sum, &[1]).reshape(&[batch]);
+    let per_sample = lse.binary(BinaryOp::Sub, &picked);
+    let total = Tensor::<(B,), G>::from_var((logits.shape.0,), per_sample).sum_all();
+    Ok(total / batch as f32)
+}
+
+/// Mean squared error `mean((prediction - target)²)`.
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::tensor::mse;
+/// assert_eq!(mse(&Tensor::from([1.0, 3.0]), &Tensor::from([0.0, 0.0])).item(), 5.0);
+/// ```
+pub fn mse<S: Shape, G: GradMode, G2: GradMode>(prediction: &Tensor<S, G>, target: &Tensor<S, G2>) -> Tensor<(), G>
+where
+    G: super::Join<G2, Out = G>,
+{
+    let diff = Tensor::<S, G>::from_var(prediction.shape, prediction.var.binary(BinaryOp::Sub, &target.var));
+    diff.square().mean_all()
+}
+
+impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
+    /// The index of the largest value in each row (the first, on ties). Realizes.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::from([[0.1, 0.9], [2.0, 1.0]]).argmax_rows(), vec![1, 0]);
+    /// ```
+    pub fn argmax_rows(&self) -> Vec<usize> {
+        let values = self.to_vec();
+        values
+            .chunks(C.max(1))
+            .take(self.shape.0.size())
+            .map(|row| {
+                row.iter()
+                    .enumerate()
+                    .fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &v)| if v > bv { (i, v) } else { (bi, bv) })
+                    .0
+            })
+            .collect()
+    }
+}
