@@ -20,8 +20,13 @@ pub use rand;
 pub mod prelude {
     pub use crate::error::{Error, Result};
     pub use crate::shape::{
-        Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, Const, ConstShape, Dim, One, Rank0, Rank1, Rank2, Rank3,
-        Rank4, Rank5, Rank6, Shape,
+        Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, Const, ConstShape, Dim, One, Rank0, Rank1, Rank2,
+        Rank3, Rank4, Rank5, Rank6, Shape,
     };
     pub use crate::tensor::{GradMode, Labels, NoGrad, Tensor, Tracked, cross_entropy, mse};
 }
+
+/// The README's examples, compiled and run as doc tests so they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
