@@ -127,16 +127,24 @@ impl View {
         Some((lo, hi + 1))
     }
 
+    /// The same shape and mask over a single element (all strides 0, offset 0): read from a
+    /// one-element buffer it is that element inside the mask and 0 in the padding.
+    pub(crate) fn mask_only(&self) -> Self {
+        View {
+            shape: self.shape.clone(),
+            strides: vec![0; self.shape.len()],
+            offset: 0,
+            mask: self.mask.clone(),
+        }
+    }
+
     /// Reorders the axes: axis `d` of the result is axis `order[d]` of `self`.
     pub fn permute(&self, order: &[usize]) -> Self {
         View {
             shape: order.iter().map(|&a| self.shape[a]).collect(),
             strides: order.iter().map(|&a| self.strides[a]).collect(),
             offset: self.offset,
-            mask: self
-                .mask
-                .as_ref()
-                .map(|m| order.iter().map(|&a| m[a]).collect()),
+            mask: self.mask.as_ref().map(|m| order.iter().map(|&a| m[a]).collect()),
         }
     }
 
@@ -194,7 +202,10 @@ impl View {
 
     fn drop_full_mask(&mut self) {
         if let Some(mask) = &self.mask
-            && mask.iter().zip(&self.shape).all(|(&(lo, hi), &d)| lo == 0 && hi == d)
+            && mask
+                .iter()
+                .zip(&self.shape)
+                .all(|(&(lo, hi), &d)| lo == 0 && hi == d)
         {
             self.mask = None;
         }
@@ -227,7 +238,10 @@ impl View {
         let kept_old: Vec<usize> = (0..self.shape.len()).filter(|&d| self.shape[d] != 1).collect();
         let kept_new: Vec<usize> = (0..shape.len()).filter(|&d| shape[d] != 1).collect();
         let same = kept_old.len() == kept_new.len()
-            && kept_old.iter().zip(&kept_new).all(|(&o, &n)| self.shape[o] == shape[n]);
+            && kept_old
+                .iter()
+                .zip(&kept_new)
+                .all(|(&o, &n)| self.shape[o] == shape[n]);
         if !same {
             return None;
         }
@@ -301,7 +315,13 @@ impl View {
     /// The view `outer ∘ self`: `outer` looks at the row-major layout of `self`'s shape, and `self`
     /// maps that onto a buffer. `None` when the result is not a single strided view.
     pub fn compose(outer: &View, inner: &View) -> Option<View> {
-        if outer.is_contiguous() {
+        if outer.numel() == 0 {
+            // Shows nothing, so any view of its shape will do (and `outer` need not hold as many
+            // elements as `inner`: an empty view reshapes to a contiguous one).
+            return Some(View::contiguous(&outer.shape));
+        }
+        // A contiguous `outer` may still be a prefix of `inner` (a shrink keeping the first rows).
+        if outer.is_contiguous() && outer.numel() == inner.numel() {
             return if outer.shape == inner.shape {
                 Some(inner.clone())
             } else {
@@ -350,9 +370,10 @@ impl View {
             }
         }
         let covered = (0..inner.shape.len()).all(|j| used[j] || inner.shape[j] == 1);
-        let unit_axes_visible = inner.mask.as_ref().is_none_or(|m| {
-            (0..inner.shape.len()).all(|j| used[j] || m[j] == (0, 1) || inner.shape[j] == 0)
-        });
+        let unit_axes_visible = inner
+            .mask
+            .as_ref()
+            .is_none_or(|m| (0..inner.shape.len()).all(|j| used[j] || m[j] == (0, 1) || inner.shape[j] == 0));
         (covered && unit_axes_visible).then_some(out)
     }
 }
@@ -384,8 +405,11 @@ mod tests {
         let v = View::contiguous(&[2, 3]).permute(&[1, 0]);
         assert_eq!(v.strides(), &[1, 3]);
         assert!(v.reshape(&[6]).is_none());
-        assert!(v.reshape(&[3, 2]).is_none());
-        assert!(v.reshape(&[3, 1, 2]).is_some(), "adding a unit axis needs no copy");
+        assert!(v.reshape(&[2, 3]).is_none());
+        assert!(
+            v.reshape(&[3, 1, 2]).is_some(),
+            "adding a unit axis needs no copy"
+        );
     }
 
     #[test]
@@ -405,10 +429,7 @@ mod tests {
     fn pad_and_shrink_masks() {
         let v = View::contiguous(&[3]).pad(&[(1, 2)]);
         assert_eq!(v.shape(), &[6]);
-        assert_eq!(
-            positions(&v),
-            vec![None, Some(0), Some(1), Some(2), None, None]
-        );
+        assert_eq!(positions(&v), vec![None, Some(0), Some(1), Some(2), None, None]);
         let back = v.shrink(&[(1, 4)]);
         assert_eq!(back, View::contiguous(&[3]), "unpadding removes the mask");
         let edge = v.shrink(&[(0, 2)]);

@@ -115,9 +115,9 @@ impl ExpandDim<usize> for usize {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "shapes `{Self}` and `{Rhs}` cannot be broadcast together",
-    label = "`{Self}` does not broadcast with `{Rhs}`",
-    note = "numpy rule: align trailing dims; each pair must be the same dim or one of them `One` (a missing leading dim counts as `One`)",
-    note = "`Const<1>` is an exact size and does not broadcast; a `usize` dim pairs only with `usize` or `One`"
+    label = "these shapes do not broadcast",
+    note = "numpy rule: trailing dims are aligned; each pair must be the same dim, or one of them `One` (a missing leading dim counts as `One`)",
+    note = "`Const<1>` is an exact size and does not broadcast (`One` does); a `usize` dim pairs only with `usize` or `One`"
 )]
 pub trait BroadcastShape<Rhs: Shape>: Shape {
     /// The broadcast shape.
@@ -136,7 +136,7 @@ pub trait BroadcastShape<Rhs: Shape>: Shape {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "shape `{Self}` cannot be broadcast to `{Dst}`",
-    label = "`{Self}` does not expand to `{Dst}`",
+    label = "does not expand to the target shape",
     note = "align trailing dims: each dim must equal the target's or be `One`; only leading dims may be missing"
 )]
 pub trait BroadcastTo<Dst: Shape>: Shape {
@@ -168,6 +168,7 @@ macro_rules! rank_pairs {
     };
 }
 
+// Value bindings reuse the dim type names (hence `non_snake_case`), so one list names both.
 macro_rules! broadcast_impl {
     (lhs [$($lead:ident)*] [$(($l:ident $r:ident))*]) => {
         #[diagnostic::do_not_recommend]
@@ -286,7 +287,11 @@ mod tests {
     fn broadcast_to() {
         assert!(().check_broadcast_to(&Rank2::<2, 3>::default()).is_ok());
         assert!((One, C::<3>).check_broadcast_to(&(9usize, C::<3>)).is_ok());
-        assert!((4usize, One).check_broadcast_to(&(C::<2>, 4usize, C::<3>)).is_ok());
+        assert!(
+            (4usize, One)
+                .check_broadcast_to(&(C::<2>, 4usize, C::<3>))
+                .is_ok()
+        );
         assert_eq!(
             (4usize,).check_broadcast_to(&(C::<2>, 5usize)),
             Err(mismatch("expand", &(4usize,), &(C::<2>, 5usize)))

@@ -114,8 +114,15 @@ mod tests {
                 rule: "the inner dims (and batch dims) must be equal",
             })
         );
-        assert!((8usize, c, c).matmul_shape(&(9usize, c, c)).is_err(), "batch dims differ");
-        assert!((2usize, 3usize, c, c).matmul_shape(&(2usize, 4usize, c, c)).is_err());
+        assert!(
+            (8usize, c, c).matmul_shape(&(9usize, c, c)).is_err(),
+            "batch dims differ"
+        );
+        assert!(
+            (2usize, 3usize, c, c)
+                .matmul_shape(&(2usize, 4usize, c, c))
+                .is_err()
+        );
         assert_eq!((4usize,).matmul_shape(&(4usize, c)), Ok((c,)));
         assert!((c, 4usize).matmul_shape(&(5usize,)).is_err());
     }

@@ -20,7 +20,7 @@ use super::shapes::Shape;
 /// ```
 #[diagnostic::on_unimplemented(
     message = "cannot permute shape `{Self}` by `{Ax}`",
-    label = "`{Ax}` is not a permutation of the axes of `{Self}`",
+    label = "`{Ax}` is not a permutation of this shape's axes",
     note = "a rank-R shape is permuted by R distinct axes, each in 0..R (`Axes2<1, 0>` swaps a matrix)"
 )]
 pub trait PermuteShape<Ax: Axes>: Shape {
@@ -85,7 +85,10 @@ mod tests {
         assert!(same::<Out<Rank2<2, 3>, Axes2<0, 1>>, Rank2<2, 3>>());
         assert!(same::<Out<(Const<5>,), Axis<0>>, (Const<5>,)>());
         assert!(same::<Out<Rank3<2, 3, 4>, Axes3<2, 0, 1>>, Rank3<4, 2, 3>>());
-        assert!(same::<Out<Rank6<1, 2, 3, 4, 5, 6>, Axes6<5, 3, 1, 0, 2, 4>>, Rank6<6, 4, 2, 1, 3, 5>>());
+        assert!(same::<
+            Out<Rank6<1, 2, 3, 4, 5, 6>, Axes6<5, 3, 1, 0, 2, 4>>,
+            Rank6<6, 4, 2, 1, 3, 5>,
+        >());
     }
 
     #[test]

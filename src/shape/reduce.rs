@@ -19,8 +19,8 @@ use super::shapes::Shape;
 /// ```
 #[diagnostic::on_unimplemented(
     message = "cannot reduce shape `{Self}` over `{Ax}`",
-    label = "`{Self}` does not have every axis in `{Ax}`",
-    note = "the axes of a rank-R shape are 0..R, and an axis list must be strictly increasing"
+    label = "an axis in `{Ax}` is out of range for this shape",
+    note = "the axes of a rank-R shape are 0..R; a list of axes must be strictly increasing"
 )]
 pub trait ReduceShape<Ax: Axes>: Shape {
     /// The shape with the reduced axes removed.
@@ -39,6 +39,7 @@ macro_rules! reduce_axis {
         impl<$($p: Dim,)* $d: Dim, $($q: Dim,)*> ReduceShape<Axis<$i>> for ($($p,)* $d, $($q,)*) {
             type Output = ($($p,)* $($q,)*);
             type KeepDim = ($($p,)* One, $($q,)*);
+            #[allow(clippy::unused_unit)] // reducing a rank-1 shape leaves `()`
             fn reduced(&self) -> Self::Output {
                 ($(self.$pi,)* $(self.$qi,)*)
             }
@@ -113,7 +114,10 @@ mod tests {
         type S6 = Rank6<1, 2, 3, 4, 5, 6>;
         assert!(same::<Out<S6, Axes4<0, 2, 3, 5>>, Rank2<2, 5>>());
         assert!(same::<Out<S6, Axes6<0, 1, 2, 3, 4, 5>>, ()>());
-        assert!(same::<Keep<S6, Axes5<1, 2, 3, 4, 5>>, (C<1>, One, One, One, One, One)>());
+        assert!(same::<
+            Keep<S6, Axes5<1, 2, 3, 4, 5>>,
+            (C<1>, One, One, One, One, One),
+        >());
         let s = (5usize, C::<3>, 6usize, C::<2>);
         assert_eq!(ReduceShape::<Axes2<1, 3>>::reduced(&s), (5, 6));
         assert_eq!(ReduceShape::<Axes3<0, 1, 3>>::keepdim(&s), (One, One, 6, One));

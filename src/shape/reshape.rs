@@ -23,12 +23,7 @@ use crate::error::{Error, Result};
 /// ```
 #[inline(always)]
 pub const fn assert_same_numel<Src: ConstShape, Dst: ConstShape>() {
-    const {
-        assert!(
-            Src::NUMEL == Dst::NUMEL,
-            "reshape must keep the element count"
-        )
-    }
+    const { assert!(Src::NUMEL == Dst::NUMEL, "reshape must keep the element count") }
 }
 
 /// `Ok` if `src` and `dst` hold the same number of elements, for shapes with `usize` dims.

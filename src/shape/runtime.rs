@@ -12,11 +12,12 @@ pub fn numel(shape: &[usize]) -> usize {
 
 /// The number of elements of `shape`, or [`Error::ShapeOverflow`] if it does not fit in `usize`.
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
-    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| {
-        Error::ShapeOverflow {
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| Error::ShapeOverflow {
             shape: shape.to_vec(),
-        }
-    })
+        })
 }
 
 /// Row-major strides of a contiguous buffer of `shape`: each is the product of the dims after it.

@@ -133,6 +133,9 @@ mod tests {
         assert_eq!(<(usize, One)>::from_dims(&[9, 1]), Some((9, One)));
         assert_eq!(<(usize, One)>::from_dims(&[9, 2]), None);
         let s = (7usize, Const::<2>, One, 3usize, Const::<4>, Const::<5>);
-        assert_eq!(<(usize, Const<2>, One, usize, Const<4>, Const<5>)>::from_dims(&s.dims()), Some(s));
+        assert_eq!(
+            <(usize, Const<2>, One, usize, Const<4>, Const<5>)>::from_dims(&s.dims()),
+            Some(s)
+        );
     }
 }

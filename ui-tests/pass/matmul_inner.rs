@@ -1,0 +1,9 @@
+use teenygrad::shape::{MatMulShape, Rank1, Rank2, Rank3, Shape};
+
+fn matmul<A: MatMulShape<B>, B: Shape>(_: A, _: B) {}
+
+fn main() {
+    matmul(Rank2::<2, 3>::default(), Rank2::<3, 5>::default());
+    matmul(Rank3::<8, 2, 3>::default(), Rank3::<8, 3, 5>::default());
+    matmul(Rank2::<2, 3>::default(), Rank1::<3>::default());
+}
