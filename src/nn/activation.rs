@@ -11,6 +11,7 @@ macro_rules! activation {
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
         pub struct $name;
 
+        #[diagnostic::do_not_recommend]
         impl<S: Shape, G: GradMode> Module<Tensor<S, G>> for $name {
             type Output = Tensor<S, G>;
             fn forward(&self, x: Tensor<S, G>) -> Tensor<S, G> {

@@ -60,6 +60,7 @@ impl<const I: usize, const O: usize, G: GradMode> Linear<I, O, G> {
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<B: Dim, const I: usize, const O: usize, G: GradMode, G2: GradMode> Module<Tensor<(B, Const<I>), G2>>
     for Linear<I, O, G>
 where
@@ -71,7 +72,9 @@ where
     }
 }
 
-impl<const I: usize, const O: usize, G: GradMode, G2: GradMode> Module<Tensor<(Const<I>,), G2>> for Linear<I, O, G>
+#[diagnostic::do_not_recommend]
+impl<const I: usize, const O: usize, G: GradMode, G2: GradMode> Module<Tensor<(Const<I>,), G2>>
+    for Linear<I, O, G>
 where
     G2: Join<G>,
 {

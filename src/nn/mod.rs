@@ -20,13 +20,21 @@ mod activation;
 mod linear;
 mod params;
 pub(crate) mod params_internal;
+mod safetensors;
 mod sequential;
 
+pub use self::safetensors::{from_bytes, load, save, to_bytes};
 pub use activation::{Gelu, Relu, Sigmoid, Tanh};
 pub use linear::Linear;
 pub use params::{Param, Params};
 
 /// A layer or model: maps a typed input to a typed output.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot take `{X}` as its input",
+    label = "the input's shape does not fit this module",
+    note = "a `Linear<I, O>` takes a tensor whose last dim is `Const<I>` and gives one whose last dim is `Const<O>`",
+    note = "in a tuple of modules, each module's output is the next one's input"
+)]
 pub trait Module<X> {
     /// The output type (its shape follows from the input's; it is tracked if the input or the
     /// module's parameters are).

@@ -1,0 +1,7 @@
+use teenygrad::prelude::*;
+
+fn main() {
+    let a = Tensor::<Rank3<8, 2, 3>>::zeros();
+    let w = Tensor::<Rank2<4, 5>>::zeros();
+    let _ = a.matmul(&w);
+}

@@ -1,0 +1,7 @@
+use teenygrad::prelude::*;
+
+fn main() {
+    let m = Tensor::<Rank2<4, 5>>::zeros();
+    let v = Tensor::<Rank1<4>>::zeros();
+    let _ = m.matmul(&v);
+}

@@ -1,0 +1,6 @@
+use teenygrad::prelude::*;
+
+fn main() {
+    let row = Tensor::<Rank1<3>>::zeros();
+    let _ = row.broadcast::<Rank2<2, 4>>();
+}

@@ -1,0 +1,6 @@
+use teenygrad::prelude::*;
+
+fn main() {
+    let t = Tensor::<Rank3<2, 3, 4>>::zeros();
+    let _ = t.permute::<Axes3<0, 0, 1>>();
+}

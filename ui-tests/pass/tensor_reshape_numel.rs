@@ -1,0 +1,6 @@
+use teenygrad::prelude::*;
+
+fn main() {
+    let t = Tensor::<Rank2<2, 3>>::zeros();
+    let _ = t.reshape::<Rank2<3, 2>>();
+}
