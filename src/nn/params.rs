@@ -83,7 +83,10 @@ pub trait Params {
 
     /// The number of scalar parameters.
     fn parameter_count(&self) -> usize {
-        self.named_dims().iter().map(|(_, d)| d.iter().product::<usize>()).sum()
+        self.named_dims()
+            .iter()
+            .map(|(_, d)| d.iter().product::<usize>())
+            .sum()
     }
 
     /// Clears every parameter's gradient.
@@ -94,7 +97,9 @@ pub trait Params {
     /// Copies every parameter's values out, by name.
     fn state_dict(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
         let mut out = Vec::new();
-        self.visit("", &mut |name, p| out.push((name.to_string(), p.dims(), p.values())));
+        self.visit("", &mut |name, p| {
+            out.push((name.to_string(), p.dims(), p.values()))
+        });
         out
     }
 
@@ -103,18 +108,28 @@ pub trait Params {
     fn load_state_dict(&mut self, state: &[(String, Vec<usize>, Vec<f32>)]) -> Result<()> {
         let expected = self.named_dims();
         for (name, dims) in &expected {
-            let found = state.iter().find(|(n, _, _)| n == name).ok_or_else(|| Error::Data {
-                location: name.clone(),
-                message: "missing from the state".into(),
-            })?;
+            let found = state
+                .iter()
+                .find(|(n, _, _)| n == name)
+                .ok_or_else(|| Error::Data {
+                    location: name.clone(),
+                    message: "missing from the state".into(),
+                })?;
             if &found.1 != dims || found.2.len() != dims.iter().product::<usize>() {
                 return Err(Error::Data {
                     location: name.clone(),
-                    message: format!("shape {:?} (with {} values) does not match the parameter's {dims:?}", found.1, found.2.len()),
+                    message: format!(
+                        "shape {:?} (with {} values) does not match the parameter's {dims:?}",
+                        found.1,
+                        found.2.len()
+                    ),
                 });
             }
         }
-        if let Some((extra, _, _)) = state.iter().find(|(n, _, _)| !expected.iter().any(|(e, _)| e == n)) {
+        if let Some((extra, _, _)) = state
+            .iter()
+            .find(|(n, _, _)| !expected.iter().any(|(e, _)| e == n))
+        {
             return Err(Error::Data {
                 location: extra.clone(),
                 message: "is not a parameter of this module".into(),
@@ -133,5 +148,9 @@ pub trait Params {
 
 /// `prefix.name`, or `name` when the prefix is empty.
 pub(crate) fn join(prefix: &str, name: &str) -> String {
-    if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") }
+    if prefix.is_empty() {
+        name.to_string()
+    } else {
+        format!("{prefix}.{name}")
+    }
 }

@@ -5,7 +5,8 @@ use crate::lazy::{LazyBuffer, UnaryOp};
 use crate::nn::Params;
 
 /// Adam as PyTorch's `torch.optim.Adam` defines it (bias-corrected), or AdamW with decoupled
-/// weight decay. At step `t`, with gradient `g` and parameter `p`:
+/// weight decay. At a parameter's `t`-th step with a gradient (each parameter counts its own steps,
+/// as PyTorch does), with gradient `g` and parameter `p`:
 ///
 /// ```text
 /// g ← g + weight_decay·p                  (Adam)     p ← p·(1 − lr·weight_decay)   (AdamW)
@@ -38,8 +39,9 @@ pub struct Adam {
     pub weight_decay: f32,
     /// True for AdamW's decoupled weight decay.
     pub decoupled: bool,
-    step: u32,
-    moments: Vec<Option<(LazyBuffer, LazyBuffer)>>,
+    /// Per parameter (in visiting order): its own step count, as PyTorch keeps it (a parameter
+    /// counts only the steps in which it had a gradient), and its two moment estimates.
+    moments: Vec<Option<(u32, LazyBuffer, LazyBuffer)>>,
 }
 
 impl Adam {
@@ -51,7 +53,6 @@ impl Adam {
             eps: 1e-8,
             weight_decay: 0.0,
             decoupled: false,
-            step: 0,
             moments: Vec::new(),
         }
     }
@@ -86,10 +87,14 @@ impl Adam {
 
 impl Optimizer for Adam {
     fn step<M: Params + ?Sized>(&mut self, model: &mut M) {
-        self.step += 1;
-        let Adam { lr, betas: (b1, b2), eps, weight_decay, decoupled, step, .. } = *self;
-        let correction1 = 1.0 - (b1 as f64).powi(step as i32);
-        let correction2 = 1.0 - (b2 as f64).powi(step as i32);
+        let Adam {
+            lr,
+            betas: (b1, b2),
+            eps,
+            weight_decay,
+            decoupled,
+            ..
+        } = *self;
         let moments = &mut self.moments;
         apply_updates(model, |i, p, g| {
             let mut p = p.clone();
@@ -104,13 +109,21 @@ impl Optimizer for Adam {
             if moments.len() <= i {
                 moments.resize(i + 1, None);
             }
-            let (m, v) = moments[i].take().unwrap_or_else(|| (scalar(&p, 0.0), scalar(&p, 0.0)));
+            let (step, m, v) = moments[i]
+                .take()
+                .unwrap_or_else(|| (0, scalar(&p, 0.0), scalar(&p, 0.0)));
+            let step = step.saturating_add(1);
+            let correction1 = 1.0 - (b1 as f64).powi(step.min(i32::MAX as u32) as i32);
+            let correction2 = 1.0 - (b2 as f64).powi(step.min(i32::MAX as u32) as i32);
             let m = m.mul(&scalar(&p, b1)).add(&g.mul(&scalar(&p, 1.0 - b1)));
             let v = v.mul(&scalar(&p, b2)).add(&g.mul(&g).mul(&scalar(&p, 1.0 - b2)));
             let m_hat = m.mul(&scalar(&p, (1.0 / correction1) as f32));
-            let denom = v.mul(&scalar(&p, (1.0 / correction2) as f32)).unary(UnaryOp::Sqrt).add(&scalar(&p, eps));
+            let denom = v
+                .mul(&scalar(&p, (1.0 / correction2) as f32))
+                .unary(UnaryOp::Sqrt)
+                .add(&scalar(&p, eps));
             let new_p = p.sub(&m_hat.div(&denom).mul(&scalar(&p, lr)));
-            moments[i] = Some((m.clone(), v.clone()));
+            moments[i] = Some((step, m.clone(), v.clone()));
             (new_p, vec![m, v])
         });
     }

@@ -86,7 +86,14 @@ impl Sgd {
 
 impl Optimizer for Sgd {
     fn step<M: Params + ?Sized>(&mut self, model: &mut M) {
-        let Sgd { lr, momentum, dampening, nesterov, weight_decay, .. } = *self;
+        let Sgd {
+            lr,
+            momentum,
+            dampening,
+            nesterov,
+            weight_decay,
+            ..
+        } = *self;
         let buffers = &mut self.momentum_buffers;
         apply_updates(model, |i, p, g| {
             let mut g = g.clone();
@@ -100,9 +107,15 @@ impl Optimizer for Sgd {
                 }
                 let b = match buffers[i].take() {
                     None => g.clone(),
-                    Some(b) => b.mul(&scalar(p, momentum)).add(&g.mul(&scalar(p, 1.0 - dampening))),
+                    Some(b) => b
+                        .mul(&scalar(p, momentum))
+                        .add(&g.mul(&scalar(p, 1.0 - dampening))),
                 };
-                g = if nesterov { g.add(&b.mul(&scalar(p, momentum))) } else { b.clone() };
+                g = if nesterov {
+                    g.add(&b.mul(&scalar(p, momentum)))
+                } else {
+                    b.clone()
+                };
                 state.push(b.clone());
                 buffers[i] = Some(b);
             }

@@ -1,0 +1,498 @@
+//! Composite operations against f64 references computed by hand: softmax, log_softmax,
+//! logsumexp, var, erf, gelu (both forms), cross entropy (values, errors, gradients), mse and
+//! argmax_rows.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use teenygrad::Error;
+use teenygrad::prelude::*;
+
+const EPS: f64 = f32::EPSILON as f64;
+
+/// `rows × cols` values, normal-ish with scale `scale`, from a seed.
+fn random_matrix(rows: usize, cols: usize, scale: f32, seed: u64) -> Vec<f32> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..rows * cols)
+        .map(|_| (rng.random::<f32>() * 2.0 - 1.0) * scale)
+        .collect()
+}
+
+fn rows_of(values: &[f32], cols: usize) -> Vec<Vec<f64>> {
+    values
+        .chunks(cols)
+        .map(|r| r.iter().map(|&v| v as f64).collect())
+        .collect()
+}
+
+/// `log Σ exp(row)` in f64 (max-subtracted).
+fn lse64(row: &[f64]) -> f64 {
+    let m = row.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    if !m.is_finite() {
+        return m;
+    }
+    m + row.iter().map(|&v| (v - m).exp()).sum::<f64>().ln()
+}
+
+fn assert_close(got: &[f32], want: &[f64], tol: impl Fn(f64) -> f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let err = (g as f64 - w).abs();
+        assert!(
+            err <= tol(w),
+            "{what}[{i}]: got {g}, want {w} (err {err:e} > {:e})",
+            tol(w)
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// softmax, log_softmax, logsumexp
+
+#[test]
+fn softmax_matches_f64_and_rows_sum_to_one() {
+    let data = random_matrix(6, 7, 5.0, 1);
+    let p = Tensor::<Rank2<6, 7>>::from_vec(data.clone(), Default::default())
+        .unwrap()
+        .softmax::<Axis<1>>();
+    let got = p.to_vec();
+    let mut want = Vec::new();
+    for row in rows_of(&data, 7) {
+        let l = lse64(&row);
+        want.extend(row.iter().map(|&v| (v - l).exp()));
+    }
+    // Each probability is exp(x - m) / Σ: a handful of roundings (exp to ~1 ulp, the sum of 7
+    // terms ≤ 7u relative, one division) — 16ε relative, plus a tiny absolute floor.
+    assert_close(&got, &want, |w| 16.0 * EPS * w.abs() + 1e-30, "softmax");
+    for row in got.chunks(7) {
+        let sum: f64 = row.iter().map(|&v| v as f64).sum();
+        assert!((sum - 1.0).abs() < 8.0 * EPS, "row sums to {sum}");
+    }
+    // Over axis 0 as well: columns sum to 1.
+    let q = Tensor::<Rank2<6, 7>>::from_vec(data, Default::default())
+        .unwrap()
+        .softmax::<Axis<0>>();
+    let sums = q.sum::<Axis<0>>().to_vec();
+    assert!(
+        sums.iter().all(|s| (s - 1.0).abs() < 8.0 * f32::EPSILON),
+        "{sums:?}"
+    );
+}
+
+#[test]
+fn softmax_family_is_finite_for_logits_of_1e4() {
+    let x = Tensor::from([[1e4, -1e4, 0.0], [-1e4, -1e4, -1e4], [1e4, 1e4, 9999.0]]);
+    let p = x.softmax::<Axis<1>>().to_vec();
+    let l = x.log_softmax::<Axis<1>>().to_vec();
+    let s = x.logsumexp::<Axis<1>>().to_vec();
+    assert!(
+        p.iter().chain(&l).chain(&s).all(|v| v.is_finite()),
+        "{p:?} {l:?} {s:?}"
+    );
+    for (r, row) in rows_of(&x.to_vec(), 3).iter().enumerate() {
+        let lse = lse64(row);
+        // |lse| ≈ 1e4: one rounding of that magnitude, ε·1e4 ≈ 1e-3.
+        assert!(
+            (s[r] as f64 - lse).abs() <= 2.0 * EPS * lse.abs(),
+            "lse row {r}: {} vs {lse}",
+            s[r]
+        );
+        for c in 0..3 {
+            let want = row[c] - lse;
+            assert!((l[r * 3 + c] as f64 - want).abs() <= 2.0 * EPS * (row[c].abs() + lse.abs()) + 1e-6);
+            assert!((p[r * 3 + c] as f64 - want.exp()).abs() <= 1e-6);
+        }
+    }
+    assert_eq!(&p[..3], &[1.0, 0.0, 0.0]);
+    assert_eq!(l[1], -2e4);
+}
+
+#[test]
+fn log_softmax_and_logsumexp_match_f64() {
+    let data = random_matrix(5, 9, 20.0, 2);
+    let x = Tensor::<Rank2<5, 9>>::from_vec(data.clone(), Default::default()).unwrap();
+    let rows = rows_of(&data, 9);
+    let lse: Vec<f64> = rows.iter().map(|r| lse64(r)).collect();
+    // logsumexp: m + log(Σ) with Σ ∈ [1, 9]: a few roundings of magnitude |lse| ≤ ~30.
+    assert_close(
+        &x.logsumexp::<Axis<1>>().to_vec(),
+        &lse,
+        |w| 8.0 * EPS * (w.abs() + 1.0),
+        "logsumexp",
+    );
+    let want: Vec<f64> = rows
+        .iter()
+        .zip(&lse)
+        .flat_map(|(r, l)| r.iter().map(move |v| v - l))
+        .collect();
+    // log_softmax = x - lse: the error of lse plus one subtraction.
+    assert_close(
+        &x.log_softmax::<Axis<1>>().to_vec(),
+        &want,
+        |w| 8.0 * EPS * (w.abs() + 30.0),
+        "log_softmax",
+    );
+    // exp(log_softmax) is softmax.
+    let p = x.softmax::<Axis<1>>().to_vec();
+    let e: Vec<f64> = x
+        .log_softmax::<Axis<1>>()
+        .to_vec()
+        .iter()
+        .map(|&v| (v as f64).exp())
+        .collect();
+    assert_close(
+        &p,
+        &e,
+        |w| 64.0 * EPS * w.abs() + 1e-30,
+        "softmax vs exp(log_softmax)",
+    );
+    // Over both axes at once.
+    let all = x.logsumexp::<Axes2<0, 1>>().item() as f64;
+    let flat: Vec<f64> = data.iter().map(|&v| v as f64).collect();
+    assert!((all - lse64(&flat)).abs() <= 8.0 * EPS * all.abs());
+}
+
+/// A row of all `-inf` has logsumexp `-inf` (as `torch.logsumexp`), not NaN, and does not spoil
+/// the other rows; `-inf` entries in a row (a mask) get probability 0 and log-probability `-inf`.
+#[test]
+fn minus_infinity_rows_and_masks() {
+    let inf = f32::INFINITY;
+    let x = Tensor::from([[-inf, -inf, -inf], [0.0, -inf, 0.0], [1.0, 2.0, 3.0]]);
+    let s = x.logsumexp::<Axis<1>>().to_vec();
+    assert_eq!(s[0], -inf);
+    assert!((s[1] - std::f32::consts::LN_2).abs() < 1e-7);
+    assert!((s[2] as f64 - lse64(&[1.0, 2.0, 3.0])).abs() < 4.0 * EPS * 3.5);
+    let p = x.softmax::<Axis<1>>().to_vec();
+    assert_eq!(&p[3..6], &[0.5, 0.0, 0.5]);
+    let l = x.log_softmax::<Axis<1>>().to_vec();
+    assert_eq!(l[4], -inf);
+    assert!((l[3] + std::f32::consts::LN_2).abs() < 1e-7 && (l[5] + std::f32::consts::LN_2).abs() < 1e-7);
+    // +inf dominates: logsumexp is +inf, as in f64.
+    assert_eq!(Tensor::from([inf, 0.0]).logsumexp::<Axis<0>>().item(), inf);
+}
+
+// ---------------------------------------------------------------------------------------------
+// var
+
+#[test]
+fn var_is_bessel_corrected() {
+    let data = random_matrix(4, 6, 3.0, 3);
+    let x = Tensor::<Rank2<4, 6>>::from_vec(data.clone(), Default::default()).unwrap();
+    let var64 = |v: &[f64]| {
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (v.len() - 1) as f64
+    };
+    let rows = rows_of(&data, 6);
+    let want_rows: Vec<f64> = rows.iter().map(|r| var64(r)).collect();
+    // Sums of ≤ 24 terms of magnitude ≤ 9: ~24u relative to the sum of squares; 64ε·(1 + var).
+    assert_close(
+        &x.var::<Axis<1>>().to_vec(),
+        &want_rows,
+        |w| 64.0 * EPS * (w + 1.0),
+        "var rows",
+    );
+    let cols: Vec<f64> = (0..6)
+        .map(|c| var64(&rows.iter().map(|r| r[c]).collect::<Vec<_>>()))
+        .collect();
+    assert_close(
+        &x.var::<Axis<0>>().to_vec(),
+        &cols,
+        |w| 64.0 * EPS * (w + 1.0),
+        "var cols",
+    );
+    let flat: Vec<f64> = data.iter().map(|&v| v as f64).collect();
+    let all = x.var::<Axes2<0, 1>>().item() as f64;
+    assert!((all - var64(&flat)).abs() < 64.0 * EPS * (all + 1.0));
+    // Exactly: [1, 2, 3, 4] has mean 2.5, squares 2.25 + 0.25 + 0.25 + 2.25 = 5, over 3.
+    assert_eq!(
+        Tensor::from([1.0, 2.0, 3.0, 4.0]).var::<Axis<0>>().item(),
+        5.0 / 3.0
+    );
+    // Shift invariance: a large offset does not destroy the variance (two-pass, centred).
+    let shifted = Tensor::from([1000.0, 1001.0, 1002.0, 1003.0])
+        .var::<Axis<0>>()
+        .item();
+    assert!((shifted - 5.0 / 3.0).abs() < 1e-4, "{shifted}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// erf and gelu
+
+/// erf in f64 to ~1e-15 absolute: `erf(x) = 2/√π · e^(-x²) · Σ 2ⁿ x^(2n+1) / (1·3·…·(2n+1))`, a
+/// series of positive terms (no cancellation); erfc(6) < 3e-17, so ±1 beyond 6.
+fn erf64(x: f64) -> f64 {
+    let a = x.abs();
+    if a > 6.0 {
+        return x.signum();
+    }
+    let (mut term, mut sum, mut n) = (a, a, 0.0);
+    while term > 1e-17 * sum {
+        n += 1.0;
+        term *= 2.0 * a * a / (2.0 * n + 1.0);
+        sum += term;
+    }
+    x.signum() * 2.0 / std::f64::consts::PI.sqrt() * (-a * a).exp() * sum
+}
+
+#[test]
+fn reference_erf_is_accurate() {
+    // Values from tables (DLMF 7.2, to 16 digits).
+    for (x, want) in [
+        (0.5, 0.520_499_877_813_046_5),
+        (1.0, 0.842_700_792_949_714_9),
+        (2.0, 0.995_322_265_018_952_7),
+        (3.0, 0.999_977_909_503_001_4),
+        (-1.5, -0.966_105_146_475_310_7),
+    ] {
+        assert!((erf64(x) - want).abs() < 1e-15, "erf64({x}) = {}", erf64(x));
+    }
+    assert_eq!(erf64(0.0), 0.0);
+}
+
+/// The grid of test points: dense in [-6, 6] plus the tails.
+fn grid() -> Vec<f32> {
+    let mut g: Vec<f32> = (-1200..=1200).map(|i| i as f32 / 200.0).collect();
+    g.extend([-50.0, -10.0, -7.5, 7.5, 10.0, 50.0, 1e-6, -1e-6, 1e-3]);
+    g
+}
+
+/// A&S 7.1.26's own error is ≤ 1.5e-7; evaluating it in f32 adds a few roundings of values ≤ 1
+/// (Horner on t ∈ (0, 1], exp(-x²) whose argument carries x²·u, which matters only where
+/// e^(-x²)·x² is small): 4ε ≈ 4.8e-7 more.
+const ERF_TOL: f64 = 1.5e-7 + 4.0 * EPS;
+
+#[test]
+fn erf_is_within_abramowitz_stegun_bound() {
+    let g = grid();
+    let got = Tensor::from_vec(g.clone(), (g.len(),)).unwrap().erf().to_vec();
+    let mut worst = 0.0f64;
+    for (&x, &y) in g.iter().zip(&got) {
+        let err = (y as f64 - erf64(x as f64)).abs();
+        worst = worst.max(err);
+        assert!(
+            err <= ERF_TOL,
+            "erf({x}) = {y}, want {} (err {err:e})",
+            erf64(x as f64)
+        );
+    }
+    assert!(got.iter().all(|v| v.abs() <= 1.0));
+    // Odd, exactly.
+    for (i, &x) in g.iter().enumerate() {
+        if let Some(j) = g.iter().position(|&y| y == -x) {
+            assert_eq!(got[i], -got[j], "erf(-{x})");
+        }
+    }
+    println!("worst erf error {worst:e}");
+}
+
+#[test]
+fn gelu_matches_x_phi_x() {
+    let g = grid();
+    let got = Tensor::from_vec(g.clone(), (g.len(),)).unwrap().gelu().to_vec();
+    for (&x, &y) in g.iter().zip(&got) {
+        let x64 = x as f64;
+        let want = x64 * 0.5 * (1.0 + erf64(x64 / std::f64::consts::SQRT_2));
+        // gelu = x·(1 + erf(x/√2))/2: erf's error scaled by |x|/2, plus the roundings of the
+        // scaling (x/√2, ·0.5, +0.5, ·x): 4ε relative to |x|.
+        let tol = 0.5 * x64.abs() * ERF_TOL + 4.0 * EPS * x64.abs();
+        assert!((y as f64 - want).abs() <= tol, "gelu({x}) = {y}, want {want}");
+    }
+    assert_eq!(Tensor::from([0.0]).gelu().to_array(), [0.0]);
+}
+
+#[test]
+fn gelu_tanh_matches_its_formula_and_approximates_gelu() {
+    let g = grid();
+    let got = Tensor::from_vec(g.clone(), (g.len(),))
+        .unwrap()
+        .gelu_tanh()
+        .to_vec();
+    let c = (2.0 / std::f64::consts::PI).sqrt();
+    let mut worst_vs_exact = 0.0f64;
+    for (&x, &y) in g.iter().zip(&got) {
+        let x64 = x as f64;
+        let want = 0.5 * x64 * (1.0 + (c * (x64 + 0.044_715 * x64 * x64 * x64)).tanh());
+        // The inner polynomial and tanh carry a few roundings; tanh' ≤ 1 and the inner value is
+        // ≤ (|x| + 0.045|x|³)·0.8, so the error is ~8ε·|x|·(1 + 0.05x²) for the outer ·x.
+        let tol = 8.0 * EPS * x64.abs() * (1.0 + 0.05 * x64 * x64) + 1e-30;
+        assert!(
+            (y as f64 - want).abs() <= tol,
+            "gelu_tanh({x}) = {y}, want {want}"
+        );
+        let exact = x64 * 0.5 * (1.0 + erf64(x64 / std::f64::consts::SQRT_2));
+        worst_vs_exact = worst_vs_exact.max((want - exact).abs());
+    }
+    // The tanh form is itself an approximation of GELU, to about 5e-4 (computed here in f64).
+    assert!(worst_vs_exact < 1e-3, "{worst_vs_exact}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Losses
+
+#[test]
+fn cross_entropy_equals_hand_formula() {
+    let data = random_matrix(5, 4, 6.0, 4);
+    let labels = [3usize, 0, 2, 2, 1];
+    let logits = Tensor::<Rank2<5, 4>>::from_vec(data.clone(), Default::default()).unwrap();
+    let loss = cross_entropy(&logits, &Labels::new(labels.to_vec(), Const::<5>).unwrap())
+        .unwrap()
+        .item();
+    let rows = rows_of(&data, 4);
+    let want = rows.iter().zip(labels).map(|(r, l)| lse64(r) - r[l]).sum::<f64>() / 5.0;
+    // Per sample: lse (a few roundings of |value| ≤ ~10) minus the pick; the mean of 5.
+    assert!(
+        (loss as f64 - want).abs() <= 32.0 * EPS * 10.0,
+        "{loss} vs {want}"
+    );
+
+    // A run-time batch gives the same.
+    let dynamic = Tensor::from_vec(data, (5usize, Const::<4>)).unwrap();
+    let loss2 = cross_entropy(&dynamic, &Labels::from_vec(labels.to_vec()))
+        .unwrap()
+        .item();
+    assert_eq!(loss2, loss);
+
+    // Large logits stay finite: [1e4, -1e4, 0] with label 1 costs 2e4.
+    let big = Tensor::from([[1e4, -1e4, 0.0], [1e4, -1e4, 0.0]]);
+    let l = cross_entropy(&big, &Labels::new(vec![1, 0], Const::<2>).unwrap())
+        .unwrap()
+        .item();
+    assert_eq!(l, 1e4);
+}
+
+#[test]
+fn labels_out_of_range_or_of_the_wrong_length_are_errors() {
+    let logits = Tensor::<Rank2<3, 4>>::zeros();
+    let err = cross_entropy(&logits, &Labels::new(vec![0, 4, 1], Const::<3>).unwrap()).unwrap_err();
+    assert_eq!(
+        err,
+        Error::Data {
+            location: "label 1".into(),
+            message: "class 4 is out of range for 4 classes".into()
+        }
+    );
+    assert!(cross_entropy(&logits, &Labels::new(vec![0, 1, usize::MAX], Const::<3>).unwrap()).is_err());
+    // Labels::new checks the count against the batch.
+    let err = Labels::new(vec![0, 1], Const::<3>).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::LengthMismatch {
+                expected: 3,
+                got: 2,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(Labels::new(vec![0; 4], 3usize).is_err());
+    // A run-time batch of logits against labels of another count.
+    let dynamic = Tensor::zeros_in((3usize, Const::<4>));
+    let err = cross_entropy(&dynamic, &Labels::from_vec(vec![0, 1])).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ShapeMismatch {
+                op: "cross_entropy",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn mse_equals_hand_formula() {
+    let a = random_matrix(3, 5, 4.0, 5);
+    let b = random_matrix(3, 5, 4.0, 6);
+    let ta = Tensor::<Rank2<3, 5>>::from_vec(a.clone(), Default::default()).unwrap();
+    let tb = Tensor::<Rank2<3, 5>>::from_vec(b.clone(), Default::default()).unwrap();
+    let want = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &y)| (x as f64 - y as f64).powi(2))
+        .sum::<f64>()
+        / 15.0;
+    let got = mse(&ta, &tb).item() as f64;
+    assert!((got - want).abs() <= 32.0 * EPS * want, "{got} vs {want}");
+    assert_eq!(mse(&ta, &ta).item(), 0.0);
+    // Tracked prediction, untracked target: d/dp = 2(p - t)/n.
+    let p = ta.clone().requires_grad();
+    mse(&p, &tb).backward();
+    let grad = p.grad().unwrap().to_vec();
+    let want: Vec<f64> = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &y)| 2.0 * (x as f64 - y as f64) / 15.0)
+        .collect();
+    assert_close(&grad, &want, |w| 4.0 * EPS * w.abs() + 1e-30, "mse grad");
+}
+
+/// d mean_i CE(softmax(z_i), y_i) / dz = (softmax(z) - one_hot(y)) / B.
+#[test]
+fn cross_entropy_gradient_is_softmax_minus_one_hot_over_batch() {
+    let (b, c) = (4, 6);
+    let data = random_matrix(b, c, 3.0, 7);
+    let labels = vec![5usize, 0, 3, 3];
+    let logits = Tensor::<Rank2<4, 6>>::from_vec(data.clone(), Default::default())
+        .unwrap()
+        .requires_grad();
+    cross_entropy(&logits, &Labels::new(labels.clone(), Const::<4>).unwrap())
+        .unwrap()
+        .backward();
+    let grad = logits.grad().unwrap().to_vec();
+    let mut want = Vec::new();
+    for (row, &label) in rows_of(&data, c).iter().zip(&labels) {
+        let l = lse64(row);
+        for (j, &v) in row.iter().enumerate() {
+            let one_hot = if j == label { 1.0 } else { 0.0 };
+            want.push(((v - l).exp() - one_hot) / b as f64);
+        }
+    }
+    // Entries are ≤ 1/B in magnitude; softmax carries ~16ε relative, the subtraction and /B one
+    // rounding each.
+    assert_close(&grad, &want, |_| 16.0 * EPS / b as f64, "cross entropy grad");
+    // Each row of the gradient sums to 0.
+    for row in grad.chunks(c) {
+        assert!(row.iter().sum::<f32>().abs() < 1e-6);
+    }
+
+    // Finite for logits of ±1e4.
+    let big = Tensor::from([[1e4, -1e4, 0.0]]).requires_grad();
+    cross_entropy(&big, &Labels::new(vec![1], Const::<1>).unwrap())
+        .unwrap()
+        .backward();
+    assert_eq!(big.grad().unwrap().to_array(), [[1.0, -1.0, 0.0]]);
+}
+
+#[test]
+fn softmax_gradient_matches_jacobian() {
+    // d Σ_j w_j·softmax(x)_j / dx_i = p_i (w_i - Σ_j w_j p_j).
+    let x = [0.3f32, -1.2, 2.0, 0.0];
+    let w = [1.0f32, -2.0, 0.5, 3.0];
+    let t = Tensor::from(x).requires_grad();
+    (t.softmax::<Axis<0>>() * Tensor::from(w)).sum_all().backward();
+    let grad = t.grad().unwrap().to_vec();
+    let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let l = lse64(&x64);
+    let p: Vec<f64> = x64.iter().map(|v| (v - l).exp()).collect();
+    let wp: f64 = p.iter().zip(&w).map(|(p, &w)| p * w as f64).sum();
+    let want: Vec<f64> = p.iter().zip(&w).map(|(p, &w)| p * (w as f64 - wp)).collect();
+    assert_close(&grad, &want, |_| 32.0 * EPS * 3.0, "softmax grad");
+}
+
+#[test]
+fn argmax_rows_takes_the_first_maximum() {
+    let data = random_matrix(8, 5, 1.0, 8);
+    let x = Tensor::<Rank2<8, 5>>::from_vec(data.clone(), Default::default()).unwrap();
+    let want: Vec<usize> = data
+        .chunks(5)
+        .map(|r| (0..5).fold(0, |best, i| if r[i] > r[best] { i } else { best }))
+        .collect();
+    assert_eq!(x.argmax_rows(), want);
+    assert_eq!(
+        Tensor::from([[1.0, 3.0, 3.0], [-1.0, -1.0, -1.0]]).argmax_rows(),
+        vec![1, 0]
+    );
+    let dynamic = Tensor::from_vec(vec![0.0, 1.0, 5.0, 2.0], (2usize, Const::<2>)).unwrap();
+    assert_eq!(dynamic.argmax_rows(), vec![1, 0]);
+}
