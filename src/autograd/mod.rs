@@ -42,7 +42,9 @@ impl std::fmt::Debug for GradNode {
 impl Drop for GradNode {
     /// Iterative drop: a 100,000-op chain of records must not overflow the stack.
     fn drop(&mut self) {
-        let NodeKind::Op { inputs, .. } = &mut self.kind else { return };
+        let NodeKind::Op { inputs, .. } = &mut self.kind else {
+            return;
+        };
         let mut stack: Vec<Arc<GradNode>> = inputs.drain(..).flatten().collect();
         while let Some(node) = stack.pop() {
             if let Ok(mut node) = Arc::try_unwrap(node)
@@ -137,7 +139,9 @@ impl Var {
         grads.insert(Arc::as_ptr(root), seed);
         let mut touched_leaves = Vec::new();
         for node in order.iter().rev() {
-            let Some(grad) = grads.remove(&Arc::as_ptr(node)) else { continue };
+            let Some(grad) = grads.remove(&Arc::as_ptr(node)) else {
+                continue;
+            };
             match &node.kind {
                 NodeKind::Leaf { grad: slot } => {
                     let mut slot = lock(slot);

@@ -3,7 +3,8 @@
 //!
 //! Tie rules: `max`/`min` (binary) give each input half the gradient where they are equal; a max
 //! or min reduction splits the gradient evenly among all elements equal to the extreme. `relu` and
-//! `abs` have gradient 0 at 0.
+//! `abs` have gradient 0 at 0. `pow(a, b)`: the gradient to `a` is 0 where `b = 0` and the gradient
+//! to `b` is 0 where `a = 0` (exact: `a^0 = 1` for all `a`; `0^b = 0` for all `b > 0`).
 
 use super::{BackwardFn, Var};
 use crate::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp};
@@ -66,9 +67,13 @@ impl Var {
                     vec![g.mul(&a_wins.add(&half_tie)), g.mul(&b_wins.add(&half_tie))]
                 }
                 BinaryOp::Pow => {
-                    let one = full_like(&a, 1.0);
+                    // a^0 = 1 for every a and 0^b = 0 for every b > 0: there the exact partials are
+                    // 0, where the general formulas would give 0·∞ = NaN.
+                    let (zero, one) = (full_like(&a, 0.0), full_like(&a, 1.0));
                     let da = b.mul(&a.binary(BinaryOp::Pow, &b.sub(&one)));
+                    let da = cmp(BinaryOp::CmpEq, &b, &zero).where_(&zero, &da);
                     let db = y.mul(&a.unary(UnaryOp::Log));
+                    let db = cmp(BinaryOp::CmpEq, &a, &zero).where_(&zero, &db);
                     vec![g.mul(&da), g.mul(&db)]
                 }
                 BinaryOp::CmpLt | BinaryOp::CmpLe | BinaryOp::CmpEq => {
@@ -160,9 +165,8 @@ impl Var {
     pub(crate) fn matmul(&self, other: &Var) -> Var {
         Var::record(self.buf.matmul(&other.buf), &[self, other], || {
             let (a, b) = (self.buf.clone(), other.buf.clone());
-            Box::new(move |g: &LazyBuffer| {
-                vec![g.matmul(&transpose_last(&b)), transpose_last(&a).matmul(g)]
-            }) as BackwardFn
+            Box::new(move |g: &LazyBuffer| vec![g.matmul(&transpose_last(&b)), transpose_last(&a).matmul(g)])
+                as BackwardFn
         })
     }
 }

@@ -55,16 +55,8 @@ impl Batcher {
     ///
     /// Batcher::new(10, 0, Remainder::Keep, &mut StdRng::seed_from_u64(0)); // panics
     /// ```
-    pub fn new<R: Rng + ?Sized>(
-        len: usize,
-        batch_size: usize,
-        remainder: Remainder,
-        rng: &mut R,
-    ) -> Self {
-        assert!(
-            batch_size > 0,
-            "Batcher::new: batch_size must be at least 1"
-        );
+    pub fn new<R: Rng + ?Sized>(len: usize, batch_size: usize, remainder: Remainder, rng: &mut R) -> Self {
+        assert!(batch_size > 0, "Batcher::new: batch_size must be at least 1");
         let mut order: Vec<usize> = (0..len).collect();
         fisher_yates(&mut order, rng);
         Batcher {

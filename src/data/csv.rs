@@ -119,8 +119,7 @@ pub fn parse_csv(text: &str, source_name: &str) -> Result<Dataset> {
         if let Some(blank) = blank_since {
             return Err(error(
                 blank,
-                "blank line in the middle of the data (only trailing blank lines are allowed)"
-                    .to_string(),
+                "blank line in the middle of the data (only trailing blank lines are allowed)".to_string(),
             ));
         }
         let first = line.split(',').next().unwrap_or("").trim();
@@ -248,11 +247,7 @@ pub fn write_csv(path: impl AsRef<Path>, data: &Dataset) -> Result<()> {
                 CLASSES - 1
             )));
         }
-        if let Some((k, v)) = image
-            .iter()
-            .enumerate()
-            .find(|(_, v)| !(0.0..=1.0).contains(*v))
-        {
+        if let Some((k, v)) = image.iter().enumerate().find(|(_, v)| !(0.0..=1.0).contains(*v)) {
             return Err(invalid(format!(
                 "cannot write pixel {k} = {v}: pixels are in [0, 1]"
             )));
@@ -295,10 +290,7 @@ mod tests {
     #[test]
     fn label_must_be_an_integer() {
         let err = parse_csv(&row("2.5", "0"), "t").unwrap_err();
-        assert!(
-            err.to_string().contains("\"2.5\" is not a class label"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("\"2.5\" is not a class label"), "{err}");
         assert_eq!(parse_csv(&row("2.0", "0"), "t").unwrap().labels, vec![2]);
     }
 }

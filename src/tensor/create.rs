@@ -160,7 +160,10 @@ impl<const N: usize> Tensor<(Const<N>,), NoGrad> {
     /// assert_eq!(Tensor::<Rank1<4>>::arange().to_array(), [0.0, 1.0, 2.0, 3.0]);
     /// ```
     pub fn arange() -> Self {
-        Self::from_lazy((Const,), LazyBuffer::from_vec((0..N).map(|i| i as f32).collect(), &[N]).expect("N elements"))
+        Self::from_lazy(
+            (Const,),
+            LazyBuffer::from_vec((0..N).map(|i| i as f32).collect(), &[N]).expect("N elements"),
+        )
     }
 }
 
@@ -172,8 +175,13 @@ impl<const N: usize> Tensor<(Const<N>, Const<N>), NoGrad> {
     /// assert_eq!(Tensor::<Rank2<2, 2>>::eye().to_array(), [[1.0, 0.0], [0.0, 1.0]]);
     /// ```
     pub fn eye() -> Self {
-        let data = (0..N * N).map(|i| if i / N == i % N { 1.0 } else { 0.0 }).collect();
-        Self::from_lazy((Const, Const), LazyBuffer::from_vec(data, &[N, N]).expect("N*N elements"))
+        let data = (0..N * N)
+            .map(|i| if i / N == i % N { 1.0 } else { 0.0 })
+            .collect();
+        Self::from_lazy(
+            (Const, Const),
+            LazyBuffer::from_vec(data, &[N, N]).expect("N*N elements"),
+        )
     }
 }
 
@@ -216,6 +224,9 @@ impl<const A: usize, const B: usize, const C: usize, const D: usize> From<[[[[f3
 {
     /// A rank-4 tensor from nested arrays.
     fn from(values: [[[[f32; D]; C]; B]; A]) -> Self {
-        checked(values.as_flattened().as_flattened().as_flattened().to_vec(), Default::default())
+        checked(
+            values.as_flattened().as_flattened().as_flattened().to_vec(),
+            Default::default(),
+        )
     }
 }

@@ -130,7 +130,11 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// `op(self, c)` (or `op(c, self)` when `scalar_first`), with `c` broadcast.
     fn scalar_op(&self, op: BinaryOp, c: f32, scalar_first: bool) -> Self {
         let constant = Var::untracked(LazyBuffer::full(&self.dims(), c));
-        let var = if scalar_first { constant.binary(op, &self.var) } else { self.var.binary(op, &constant) };
+        let var = if scalar_first {
+            constant.binary(op, &self.var)
+        } else {
+            self.var.binary(op, &constant)
+        };
         Tensor::from_var(self.shape, var)
     }
 
@@ -155,7 +159,10 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         S2: Shape,
         G2: GradMode,
     {
-        let shape = self.shape.broadcast_shape(&rhs.shape).unwrap_or_else(|e| panic!("{e}"));
+        let shape = self
+            .shape
+            .broadcast_shape(&rhs.shape)
+            .unwrap_or_else(|e| panic!("{e}"));
         let dims = shape.dims();
         let (a, b) = (self.var.detach().expand(&dims), rhs.var.detach().expand(&dims));
         let var = if swap { b.binary(op, &a) } else { a.binary(op, &b) };
@@ -302,6 +309,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// `self` where `cond` is non-zero, else `other`; all three of one shape. `cond` gets no
     /// gradient.
     ///
+    /// Panics if run-time (`usize`) dims differ, naming the shapes; see
+    /// [`try_where_else`](Self::try_where_else).
+    ///
     /// ```
     /// # use teenygrad::prelude::*;
     /// let cond = Tensor::from([1.0, 0.0]);
@@ -316,8 +326,34 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         G: Join<G3>,
     {
+        self.try_where_else(cond, other).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The fallible form of [`where_else`](Self::where_else): an error naming the shapes if
+    /// run-time dims differ.
+    pub fn try_where_else<G2: GradMode, G3: GradMode>(
+        &self,
+        cond: &Tensor<S, G2>,
+        other: &Tensor<S, G3>,
+    ) -> Result<Tensor<S, <G as Join<G3>>::Out>>
+    where
+        G: Join<G3>,
+    {
+        for (lhs, rhs) in [(cond.shape, self.shape), (self.shape, other.shape)] {
+            if lhs != rhs {
+                return Err(crate::error::Error::ShapeMismatch {
+                    op: "where",
+                    lhs: lhs.dims(),
+                    rhs: rhs.dims(),
+                    rule: "the condition and both branches must have the same shape",
+                });
+            }
+        }
         let cond = cond.detach();
-        Tensor::from_var(self.shape, Var::where_(&cond.var, &self.var, &other.var))
+        Ok(Tensor::from_var(
+            self.shape,
+            Var::where_(&cond.var, &self.var, &other.var),
+        ))
     }
 }
 
@@ -331,7 +367,8 @@ macro_rules! operator {
         {
             type Output = Tensor<S::Output, G::Out>;
             fn $method(self, rhs: &Tensor<S2, G2>) -> Self::Output {
-                self.broadcast_op(BinaryOp::$op, rhs).unwrap_or_else(|e| panic!("{e}"))
+                self.broadcast_op(BinaryOp::$op, rhs)
+                    .unwrap_or_else(|e| panic!("{e}"))
             }
         }
         impl<S: Shape, S2: Shape, G: GradMode, G2: GradMode> $trait<Tensor<S2, G2>> for Tensor<S, G>

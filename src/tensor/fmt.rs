@@ -21,7 +21,11 @@ fn write_nested(
     };
     let stride: usize = inner.iter().product();
     let shown: Vec<Option<usize>> = if elide && len > 2 * EDGE {
-        (0..EDGE).map(Some).chain([None]).chain((len - EDGE..len).map(Some)).collect()
+        (0..EDGE)
+            .map(Some)
+            .chain([None])
+            .chain((len - EDGE..len).map(Some))
+            .collect()
     } else {
         (0..len).map(Some).collect()
     };

@@ -27,21 +27,35 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 
     /// The matrix product, or an error naming both shapes if run-time dims disagree.
-    pub fn try_matmul<S2: Shape, G2: GradMode>(&self, rhs: &Tensor<S2, G2>) -> Result<Tensor<S::Output, G::Out>>
+    pub fn try_matmul<S2: Shape, G2: GradMode>(
+        &self,
+        rhs: &Tensor<S2, G2>,
+    ) -> Result<Tensor<S::Output, G::Out>>
     where
         S: MatMulShape<S2>,
         G: Join<G2>,
     {
         let shape = self.shape.matmul_shape(&rhs.shape)?;
-        Ok(Tensor::from_var(shape, matmul_vars(&self.var, &rhs.var, &shape.dims())))
+        Ok(Tensor::from_var(
+            shape,
+            matmul_vars(&self.var, &rhs.var, &shape.dims()),
+        ))
     }
 }
 
 /// Lifts vectors to matrices and a shared matrix to the batch, multiplies, and shapes the result.
 fn matmul_vars(a: &Var, b: &Var, out: &[usize]) -> Var {
     let (sa, sb) = (a.buf.shape().to_vec(), b.buf.shape().to_vec());
-    let a = if sa.len() == 1 { a.reshape(&[1, sa[0]]) } else { a.clone() };
-    let b = if sb.len() == 1 { b.reshape(&[sb[0], 1]) } else { b.clone() };
+    let a = if sa.len() == 1 {
+        a.reshape(&[1, sa[0]])
+    } else {
+        a.clone()
+    };
+    let b = if sb.len() == 1 {
+        b.reshape(&[sb[0], 1])
+    } else {
+        b.clone()
+    };
     let rank = a.buf.shape().len();
     let b = if b.buf.shape().len() < rank {
         let mut batched = a.buf.shape()[..rank - 2].to_vec();

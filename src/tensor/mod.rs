@@ -97,7 +97,10 @@ impl<S: Shape, G: GradMode> Clone for Tensor<S, G> {
 impl<S: Shape, G: GradMode> Tensor<S, G> {
     pub(crate) fn from_var(shape: S, var: Var) -> Self {
         debug_assert_eq!(shape.dims(), var.buf.shape(), "typed and lazy shapes agree");
-        debug_assert!(G::TRACKED || var.node.is_none(), "an untracked tensor has no record");
+        debug_assert!(
+            G::TRACKED || var.node.is_none(),
+            "an untracked tensor has no record"
+        );
         Tensor {
             shape,
             var,
@@ -148,7 +151,9 @@ impl<S: Shape> Tensor<S, Tracked> {
     /// The gradient accumulated by `backward()` calls since the last [`zero_grad`](Self::zero_grad),
     /// or `None` if none reached this tensor. Only leaves (made by `requires_grad`) accumulate.
     pub fn grad(&self) -> Option<Tensor<S>> {
-        self.var.grad().map(|g| Tensor::from_var(self.shape, crate::autograd::Var::untracked(g)))
+        self.var
+            .grad()
+            .map(|g| Tensor::from_var(self.shape, crate::autograd::Var::untracked(g)))
     }
 
     /// Clears the accumulated gradient.
@@ -157,13 +162,42 @@ impl<S: Shape> Tensor<S, Tracked> {
     }
 }
 
-impl Tensor<(), Tracked> {
+/// The shapes `backward()` can start from: only the scalar `()`.
+///
+/// A bound on [`Tensor::backward`], so that calling it on a non-scalar names the shape.
+#[diagnostic::on_unimplemented(
+    message = "`backward()` needs a scalar, but this tensor has shape `{Self}`",
+    label = "not a scalar: a loss must have shape `()`",
+    note = "reduce to a scalar loss first, e.g. `.sum_all()` or `.mean_all()`"
+)]
+pub trait ScalarShape: Shape + sealed::Sealed {}
+impl sealed::Sealed for () {}
+impl ScalarShape for () {}
+
+/// The gradient modes `backward()` can start from: only [`Tracked`].
+///
+/// A bound on [`Tensor::backward`], so that calling it on an untracked tensor says why.
+#[diagnostic::on_unimplemented(
+    message = "`backward()` needs a tracked tensor, but this one is `{Self}` (untracked)",
+    label = "records no operations to walk back through",
+    note = "make the parameters leaves with `.requires_grad()`: every result computed from a tracked tensor is tracked"
+)]
+pub trait IsTracked: GradMode {}
+impl IsTracked for Tracked {}
+
+impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// Backpropagates from this scalar: adds d(self)/d(leaf) into every leaf's `grad()`.
     ///
-    /// Runs in reverse topological order without recursion and realizes the leaves' gradients.
-    /// Each operation's backward rule is freed as it runs, so a graph is backpropagated once;
-    /// build the forward pass again for another `backward()`.
-    pub fn backward(&self) {
+    /// Only a tracked scalar has it (`Tensor<(), Tracked>`; the bounds make anything else a
+    /// compile error that says what is missing). Runs in reverse topological order without
+    /// recursion and realizes the leaves' gradients. Each operation's backward rule is freed as it
+    /// runs, so a graph is backpropagated once: a second `backward()` through the same operations
+    /// panics; build the forward pass again instead.
+    pub fn backward(&self)
+    where
+        S: ScalarShape,
+        G: IsTracked,
+    {
         self.var.backward_with(LazyBuffer::full(&[], 1.0));
     }
 }

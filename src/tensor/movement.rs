@@ -3,7 +3,9 @@
 
 use super::{GradMode, Tensor};
 use crate::error::{Error, Result};
-use crate::shape::{Axes, BroadcastTo, Const, ConstShape, Dim, PermuteShape, Shape, assert_same_numel, check_reshape};
+use crate::shape::{
+    Axes, BroadcastTo, Const, ConstShape, Dim, PermuteShape, Shape, assert_same_numel, check_reshape,
+};
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// The same elements in the static shape `Dst`; a different element count does not compile.
@@ -122,7 +124,12 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         let (src, out) = (self.dims(), dst.dims());
         let fits = pads.len() == src.len()
             && out.len() == src.len()
-            && (0..src.len()).all(|d| src[d].checked_add(pads[d].0).and_then(|s| s.checked_add(pads[d].1)) == Some(out[d]));
+            && (0..src.len()).all(|d| {
+                src[d]
+                    .checked_add(pads[d].0)
+                    .and_then(|s| s.checked_add(pads[d].1))
+                    == Some(out[d])
+            });
         if !fits {
             return Err(Error::ShapeMismatch {
                 op: "pad",

@@ -1,0 +1,827 @@
+//! Gradients from `backward()` against f64 central finite differences, for every differentiable
+//! operation, through broadcasting, views, every form of matmul and tensors used several times;
+//! the documented tie rules; and hand-computed cases (accumulation, `zero_grad`, `detach`, modes).
+//!
+//! # Finite differences and the tolerance
+//!
+//! Each loss is a scalar function built from `Tensor` ops on f32 leaves. For input element `x` we
+//! build the same graph twice with `x` replaced by `x₊ = f32(x + h)` and `x₋ = f32(x − h)` and
+//! evaluate it with the f64 reference evaluator (`reference::evaluate`: plain loops in f64 from the
+//! f32 leaves; every constant in these graphs is exact in f32). The slope is
+//! `(f(x₊) − f(x₋)) / (x₊ − x₋)`, the step taken in f64 from the rounded values, so rounding the
+//! perturbed inputs to f32 costs nothing: it is the exact central difference around
+//! `(x₊ + x₋)/2`, within half an f32 ulp (≤ 6e-8·|x|) of `x`, which moves the slope by
+//! ≤ 6e-8·|x·f''|, negligible. Its errors, with `h = 1e-4`:
+//!
+//! - truncation, `h²/6 · |f'''|` = 1.7e-9·|f'''|; the inputs keep |f'''| below a few hundred
+//!   (`recip` on |x| ≥ 0.5: 6/x⁴ ≤ 96; `b / a` with a ≥ 0.34 and b ≤ 1.6: ≤ 700), so ≤ ~1e-6;
+//! - f64 rounding of the two losses, ~2⁻⁵³·|f| / h ≈ 1e-12·|f|, negligible.
+//!
+//! The gradient from `backward()` is computed in f32 (fused kernels): each primitive rounds to
+//! within a few ulp (2⁻²⁴ ≈ 6e-8 relative), chains of ≲ 10 ops and sums of ≲ 64 terms (matmul,
+//! reductions, broadcast gradients) accumulate to ≲ 1e-6 of Σ|terms|, and where terms cancel
+//! Σ|terms| exceeds the element itself, so the error scales with the gradient's overall magnitude
+//! rather than the element's.
+//!
+//! Hence the test: `|backward − numeric| ≤ 1e-5·|numeric| + 1e-5·scale`, with `scale` the largest
+//! |numeric| over that input (at least 1). Measured, the worst case uses 3% of it (3e-7·scale, in
+//! the composed unary chain); a wrong rule (a lost sign or factor, a transposed gradient, a missing
+//! broadcast sum) is off by O(scale) and fails by orders of magnitude.
+//!
+//! Inputs stay at least 0.035 (≫ h) away from kinks: relu/abs at 0 and ties of max/min. The tie
+//! rules themselves are tested separately, exactly.
+
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use teenygrad::lazy::reference;
+use teenygrad::prelude::*;
+use teenygrad::shape::BroadcastShape;
+
+// ---------------------------------------------------------------------------------------------
+// The finite-difference harness
+
+const H: f64 = 1e-4;
+const RTOL: f64 = 1e-5;
+const ATOL: f64 = 1e-5;
+
+/// Reads a leaf's accumulated gradient (None if none reached it).
+type GradReader = Box<dyn Fn() -> Option<Vec<f32>>>;
+
+/// Builds the leaves of a loss from input values, recording how to read their gradients.
+struct Leaves<'a> {
+    values: &'a [Vec<f32>],
+    readers: Vec<GradReader>,
+}
+
+impl Leaves<'_> {
+    /// The next input as a tracked leaf of `shape`.
+    fn next<S: Shape>(&mut self, shape: S) -> Tensor<S, Tracked> {
+        let i = self.readers.len();
+        let t = Tensor::from_vec(self.values[i].clone(), shape)
+            .expect("input fits its shape")
+            .requires_grad();
+        let reader = t.clone();
+        self.readers
+            .push(Box::new(move || reader.grad().map(|g| g.to_vec())));
+        t
+    }
+}
+
+/// The loss built from `values` by `f`, evaluated by the f64 reference (nothing is realized).
+fn reference_loss(f: &dyn Fn(&mut Leaves) -> Tensor<(), Tracked>, values: &[Vec<f32>]) -> f64 {
+    let mut leaves = Leaves {
+        values,
+        readers: Vec::new(),
+    };
+    let loss = f(&mut leaves);
+    reference::evaluate(loss.lazy())[0]
+}
+
+/// Checks the gradients `backward()` gives every input of `f` against central differences.
+#[track_caller]
+fn gradcheck(name: &str, inputs: &[Vec<f32>], f: impl Fn(&mut Leaves) -> Tensor<(), Tracked>) {
+    let mut leaves = Leaves {
+        values: inputs,
+        readers: Vec::new(),
+    };
+    let loss = f(&mut leaves);
+    assert_eq!(
+        leaves.readers.len(),
+        inputs.len(),
+        "{name}: every input becomes a leaf"
+    );
+    let want = reference::evaluate(loss.lazy())[0];
+    loss.backward();
+    let got = loss.item() as f64;
+    assert!(
+        (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
+        "{name}: loss {got} but reference {want}"
+    );
+
+    for (i, input) in inputs.iter().enumerate() {
+        let analytic =
+            (leaves.readers[i])().unwrap_or_else(|| panic!("{name}: no gradient reached input {i}"));
+        assert_eq!(
+            analytic.len(),
+            input.len(),
+            "{name}: gradient {i} has the input's shape"
+        );
+        let mut perturbed = inputs.to_vec();
+        let numeric: Vec<f64> = (0..input.len())
+            .map(|j| {
+                let x = input[j] as f64;
+                let (plus, minus) = ((x + H) as f32, (x - H) as f32);
+                perturbed[i][j] = plus;
+                let f_plus = reference_loss(&f, &perturbed);
+                perturbed[i][j] = minus;
+                let f_minus = reference_loss(&f, &perturbed);
+                perturbed[i][j] = input[j];
+                (f_plus - f_minus) / (plus as f64 - minus as f64)
+            })
+            .collect();
+        let scale = numeric.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+        for j in 0..input.len() {
+            let (a, n) = (analytic[j] as f64, numeric[j]);
+            assert!(
+                (a - n).abs() <= RTOL * n.abs() + ATOL * scale,
+                "{name}: d loss / d input{i}[{j}] = {a} by backward(), {n} by finite differences"
+            );
+        }
+    }
+}
+
+fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+/// `n` values uniform in `[lo, hi)`.
+fn uniform(seed: u64, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+    let mut r = rng(seed);
+    (0..n).map(|_| r.random_range(lo..hi)).collect()
+}
+
+/// `n` values in `[-1.2, 1.2]`, pairwise at least 0.07 apart and at least 0.035 away from 0: no ties
+/// for max/min, no kinks for relu/abs within `h`.
+fn spaced(seed: u64, n: usize) -> Vec<f32> {
+    let mut r = rng(seed);
+    let mut levels: Vec<i32> = (-15..15).collect();
+    levels.shuffle(&mut r);
+    assert!(n <= levels.len());
+    levels[..n]
+        .iter()
+        .map(|&k| (k as f32 + 0.5) * 0.08 + r.random_range(-0.005..0.005))
+        .collect()
+}
+
+/// Σ w ⊙ t with fixed, distinct weights: every element of `t` gets its own sensitivity, so a
+/// gradient sent to the wrong element (a wrong permutation or broadcast) shows.
+fn weigh<S>(t: &Tensor<S, Tracked>) -> Tensor<(), Tracked>
+where
+    S: Shape + BroadcastShape<S>,
+{
+    let w = uniform(9_999, t.numel(), -1.0, 1.0);
+    let w = Tensor::from_vec(w, t.shape()).expect("weights fit");
+    t.mul(&w).sum_all()
+}
+
+type R1<const A: usize> = (Const<A>,);
+type R2<const A: usize, const B: usize> = (Const<A>, Const<B>);
+
+// ---------------------------------------------------------------------------------------------
+// Unary operations
+
+type UnaryGrad = (
+    &'static str,
+    fn(&Tensor<R2<2, 3>, Tracked>) -> Tensor<R2<2, 3>, Tracked>,
+    Vec<f32>,
+);
+
+#[test]
+fn unary_gradients() {
+    let any = || uniform(1, 6, -2.0, 2.0);
+    let positive = || uniform(2, 6, 0.5, 3.0);
+    let cases: Vec<UnaryGrad> = vec![
+        ("neg", |x| x.neg(), any()),
+        ("-x", |x| -x, any()),
+        ("exp", |x| x.exp(), any()),
+        ("log", |x| x.log(), positive()),
+        ("sqrt", |x| x.sqrt(), positive()),
+        ("recip", |x| x.recip(), positive()),
+        (
+            "recip of negatives",
+            |x| x.recip(),
+            positive().iter().map(|v| -v).collect(),
+        ),
+        ("sin", |x| x.sin(), uniform(3, 6, -4.0, 4.0)),
+        ("cos", |x| x.cos(), uniform(4, 6, -4.0, 4.0)),
+        ("abs", |x| x.abs(), spaced(5, 6)),
+        ("tanh", |x| x.tanh(), any()),
+        ("sigmoid", |x| x.sigmoid(), uniform(6, 6, -4.0, 4.0)),
+        ("relu", |x| x.relu(), spaced(7, 6)),
+        ("square", |x| x.square(), any()),
+        ("powf 2.5", |x| x.powf(2.5), positive()),
+        ("powf 3 of any sign", |x| x.powf(3.0), any()),
+        ("powf -0.5", |x| x.powf(-0.5), positive()),
+        ("composed", |x| (x.sin() * x.exp()).tanh().square(), any()),
+    ];
+    for (name, op, input) in cases {
+        gradcheck(name, &[input], |l| weigh(&op(&l.next((Const, Const)))));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binary operations, with broadcasting
+
+type BinaryGrad = (
+    &'static str,
+    fn(&Tensor<(usize, Const<3>), Tracked>, &Tensor<R1<3>, Tracked>) -> Tensor<(usize, Const<3>), Tracked>,
+);
+
+#[test]
+fn binary_gradients_through_broadcasting() {
+    // A batch of 4 rows (a run-time dim) against a row vector (a bias): the vector's gradient sums
+    // over the batch.
+    let cases: [BinaryGrad; 11] = [
+        ("add", |a, b| a + b),
+        ("sub", |a, b| a - b),
+        ("mul", |a, b| a * b),
+        ("div", |a, b| a / b),
+        ("maximum", |a, b| a.maximum(b)),
+        ("minimum", |a, b| a.minimum(b)),
+        ("pow", |a, b| a.pow(b)),
+        ("add, vector first", |a, b| b.add(a)),
+        ("sub, vector first", |a, b| b.sub(a)),
+        ("div, vector first", |a, b| b.div(a)),
+        ("mul method", |a, b| a.mul(b)),
+    ];
+    for (name, op) in cases {
+        // positive, distinct values: pow needs a > 0, div needs b away from 0, max/min no ties
+        let values = spaced(10, 15);
+        let a: Vec<f32> = values[..12].iter().map(|v| v.abs() + 0.3).collect();
+        let b: Vec<f32> = values[12..].iter().map(|v| v.abs() + 0.35).collect();
+        gradcheck(name, &[a, b], |l| {
+            let a = l.next((4usize, Const::<3>));
+            let b = l.next((Const::<3>,));
+            weigh(&op(&a, &b))
+        });
+    }
+}
+
+#[test]
+fn binary_gradients_with_one_dims_and_scalars() {
+    // (3, One) ⊕ (One, 4) → (3, 4): both sides are broadcast, both gradients are sums.
+    let v = spaced(11, 7);
+    gradcheck("outer sum", &[v[..3].to_vec(), v[3..].to_vec()], |l| {
+        let col = l.next((Const::<3>, One));
+        let row = l.next((One, Const::<4>));
+        weigh(&(&col * &row + col.maximum(&row)))
+    });
+    // a tracked scalar against a matrix
+    gradcheck("scalar", &[vec![0.7], uniform(12, 6, -1.0, 1.0)], |l| {
+        let s = l.next(());
+        let m = l.next((Const::<2>, Const::<3>));
+        weigh(&(&m * &s - s.exp() / (&m * &m + 1.0)))
+    });
+    // a missing leading dim and a `One` in the middle: (2, One, 4) ⊕ (3, One)
+    let v = uniform(13, 11, 0.5, 1.5);
+    gradcheck("rank-3 broadcast", &[v[..8].to_vec(), v[8..].to_vec()], |l| {
+        let a = l.next((Const::<2>, One, Const::<4>));
+        let b = l.next((Const::<3>, One));
+        weigh(&(a.div(&b)))
+    });
+}
+
+#[test]
+fn scalar_operand_gradients() {
+    let x = uniform(14, 6, 0.5, 2.0);
+    type Op = fn(&Tensor<R2<2, 3>, Tracked>) -> Tensor<R2<2, 3>, Tracked>;
+    let cases: [(&str, Op); 8] = [
+        ("x + c", |x| x + 1.5),
+        ("c + x", |x| 1.5 + x),
+        ("x - c", |x| x.clone() - 1.5),
+        ("c - x", |x| 1.5 - x),
+        ("x * c", |x| x * -2.5),
+        ("c * x", |x| -2.5 * x.clone()),
+        ("x / c", |x| x / 4.0),
+        ("c / x", |x| 3.0 / x),
+    ];
+    for (name, op) in cases {
+        gradcheck(name, std::slice::from_ref(&x), |l| {
+            weigh(&op(&l.next((Const, Const))))
+        });
+    }
+}
+
+#[test]
+fn where_gradients_go_to_the_chosen_branch() {
+    let (a, b) = (uniform(15, 8, -1.0, 1.0), uniform(16, 8, -1.0, 1.0));
+    gradcheck("where_else", &[a.clone(), b.clone()], |l| {
+        let a = l.next((2usize, Const::<4>));
+        let b = l.next((2usize, Const::<4>));
+        // the mask comes from the data, but gets no gradient itself
+        let mask = a.gt(&b.detach().exp().neg());
+        weigh(&a.sin().where_else(&mask, &(&b * &b)))
+    });
+    // the masks in the data above pick both branches, and no perturbation by h flips one
+    let picks_a = a.iter().zip(&b).filter(|(p, q)| **p > -(q.exp())).count();
+    assert!(picks_a > 0 && picks_a < 8, "{picks_a} of 8 pick a");
+    assert!(a.iter().zip(&b).all(|(p, q)| (p + q.exp()).abs() > 0.01));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions
+
+#[test]
+fn reduction_gradients() {
+    type X = (usize, Const<3>, Const<4>);
+    let shape: X = (2, Const, Const);
+    let x = spaced(20, 24);
+    gradcheck("sum axis 0", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).sum::<Axis<0>>())
+    });
+    gradcheck("sum axis 1", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).sum::<Axis<1>>())
+    });
+    gradcheck("sum axes 0, 2", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).sum::<Axes2<0, 2>>())
+    });
+    gradcheck("sum keepdim", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).sum_keepdim::<Axis<2>>())
+    });
+    gradcheck("sum all, nonlinear", std::slice::from_ref(&x), |l| {
+        l.next(shape).sum_all().square()
+    });
+    gradcheck("max axis 2", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).max::<Axis<2>>())
+    });
+    gradcheck("max axes 0, 1", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).max::<Axes2<0, 1>>())
+    });
+    gradcheck("max keepdim", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).max_keepdim::<Axis<0>>())
+    });
+    gradcheck("max all", std::slice::from_ref(&x), |l| {
+        l.next(shape).max_all() * 3.0
+    });
+    gradcheck("min axis 1", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).min::<Axis<1>>())
+    });
+    gradcheck("min keepdim", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).min_keepdim::<Axes2<1, 2>>())
+    });
+    gradcheck("min all", std::slice::from_ref(&x), |l| {
+        l.next(shape).min_all().exp()
+    });
+    gradcheck("mean axis 0", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).mean::<Axis<0>>())
+    });
+    gradcheck("mean keepdim", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).mean_keepdim::<Axis<2>>())
+    });
+    gradcheck("mean all", std::slice::from_ref(&x), |l| {
+        l.next(shape).square().mean_all()
+    });
+    // a max-subtracted log-sum-exp, a keepdim result broadcast back against its input
+    gradcheck("logsumexp", std::slice::from_ref(&x), |l| {
+        let x = l.next(shape);
+        let m = x.max_keepdim::<Axis<2>>();
+        weigh(&((&x - &m).exp().sum_keepdim::<Axis<2>>().log() + &m))
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views
+
+#[test]
+fn view_gradients() {
+    let x = uniform(30, 24, -1.0, 1.0);
+    let r3 = (Const::<2>, Const::<3>, Const::<4>);
+    gradcheck("permute", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(r3).permute::<Axes3<2, 0, 1>>().sin())
+    });
+    gradcheck("reshape", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(r3).reshape::<Rank2<6, 4>>().exp())
+    });
+    gradcheck("flatten", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(r3).flatten::<24>().square())
+    });
+    // reshaping a permuted (non-contiguous) view copies; the gradient must come back un-permuted
+    gradcheck("reshape of a permuted view", std::slice::from_ref(&x), |l| {
+        weigh(
+            &l.next(r3)
+                .permute::<Axes3<1, 2, 0>>()
+                .reshape::<Rank2<4, 6>>()
+                .tanh(),
+        )
+    });
+    gradcheck(
+        "reshape_to run-time dims of a transposed view",
+        &[x[..12].to_vec()],
+        |l| {
+            weigh(
+                &l.next((3usize, Const::<4>))
+                    .t()
+                    .reshape_to((2usize, 6usize))
+                    .square(),
+            )
+        },
+    );
+    gradcheck("transpose", &[x[..12].to_vec()], |l| {
+        weigh(&(l.next((Const::<3>, Const::<4>)).t() * 2.0).exp())
+    });
+    gradcheck("pad", &[x[..6].to_vec()], |l| {
+        let p: Tensor<Rank2<4, 6>, Tracked> =
+            l.next((Const::<2>, Const::<3>)).pad(&[(1, 1), (2, 1)]).unwrap();
+        weigh(&(p + 0.5).square())
+    });
+    gradcheck("slice", std::slice::from_ref(&x), |l| {
+        let s: Tensor<Rank3<1, 2, 3>, Tracked> = l.next(r3).slice(&[1, 1, 0]).unwrap();
+        weigh(&s.exp())
+    });
+    gradcheck("slice_to with run-time dims", std::slice::from_ref(&x), |l| {
+        weigh(
+            &l.next(r3)
+                .slice_to((Const::<2>, 2usize, Const::<2>), &[0, 0, 2])
+                .unwrap()
+                .square(),
+        )
+    });
+    gradcheck("broadcast", &[x[..3].to_vec()], |l| {
+        let b: Tensor<Rank3<2, 4, 3>, Tracked> = l.next((Const::<3>,)).broadcast();
+        weigh(&b.sin())
+    });
+    gradcheck("broadcast_to a run-time batch", &[x[..4].to_vec()], |l| {
+        weigh(
+            &l.next((One, Const::<4>))
+                .broadcast_to((5usize, Const::<4>))
+                .square(),
+        )
+    });
+    // a chain: pad, slice part of the padding and part of the data, transpose, reshape (a copy)
+    gradcheck("view chain", &[x[..12].to_vec()], |l| {
+        let v = l
+            .next((Const::<3>, Const::<4>))
+            .pad::<Rank2<5, 4>>(&[(1, 1), (0, 0)])
+            .unwrap()
+            .slice::<Rank2<4, 2>>(&[0, 1])
+            .unwrap()
+            .t()
+            .reshape::<Rank1<8>>();
+        weigh(&(v.exp() * 2.0))
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matmul
+
+#[test]
+fn matmul_gradients_in_every_form() {
+    let v = |seed, n| uniform(seed, n, -1.0, 1.0);
+    gradcheck("matrix x matrix", &[v(40, 12), v(41, 20)], |l| {
+        let a = l.next((Const::<3>, Const::<4>));
+        let b = l.next((Const::<4>, Const::<5>));
+        weigh(&a.matmul(&b).tanh())
+    });
+    gradcheck("batched x batched", &[v(42, 24), v(43, 16)], |l| {
+        let a = l.next((2usize, Const::<3>, Const::<4>));
+        let b = l.next((2usize, Const::<4>, Const::<2>));
+        weigh(&a.matmul(&b))
+    });
+    gradcheck(
+        "batched x matrix (shared weights sum over the batch)",
+        &[v(44, 24), v(45, 8)],
+        |l| {
+            let a = l.next((3usize, Const::<2>, Const::<4>));
+            let w = l.next((Const::<4>, Const::<2>));
+            weigh(&a.matmul(&w).sin())
+        },
+    );
+    gradcheck("vector x matrix", &[v(46, 4), v(47, 12)], |l| {
+        let x = l.next((Const::<4>,));
+        let w = l.next((Const::<4>, Const::<3>));
+        weigh(&x.matmul(&w))
+    });
+    gradcheck("matrix x vector", &[v(48, 12), v(49, 4)], |l| {
+        let w = l.next((Const::<3>, Const::<4>));
+        let x = l.next((Const::<4>,));
+        weigh(&w.matmul(&x).exp())
+    });
+    gradcheck("rank 4", &[v(50, 24), v(51, 24)], |l| {
+        let a = l.next((2usize, Const::<2>, Const::<2>, Const::<3>));
+        let b = l.next((2usize, Const::<2>, Const::<3>, Const::<2>));
+        weigh(&a.matmul(&b))
+    });
+    gradcheck("run-time inner dim", &[v(52, 10), v(53, 15)], |l| {
+        let a = l.next((Const::<2>, 5usize));
+        let b = l.next((5usize, Const::<3>));
+        weigh(&a.matmul(&b))
+    });
+    gradcheck("transposed operands", &[v(54, 12), v(55, 20)], |l| {
+        let a = l.next((Const::<4>, Const::<3>));
+        let b = l.next((Const::<5>, Const::<4>));
+        weigh(&a.t().matmul(&b.t()))
+    });
+    gradcheck("x xᵀ (one tensor on both sides)", &[v(56, 12)], |l| {
+        let x = l.next((Const::<3>, Const::<4>));
+        weigh(&x.matmul(&x.t()))
+    });
+    gradcheck("square matrix times itself", &[v(57, 9)], |l| {
+        let x = l.next((Const::<3>, Const::<3>));
+        weigh(&x.matmul(&x).matmul(&x))
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensors used more than once, and a small network
+
+#[test]
+fn reused_tensors_add_their_paths() {
+    let x = uniform(60, 6, -1.5, 1.5);
+    gradcheck("x * x", std::slice::from_ref(&x), |l| {
+        let x = l.next((Const::<2>, Const::<3>));
+        weigh(&(&x * &x))
+    });
+    gradcheck("x * x + x", std::slice::from_ref(&x), |l| {
+        let x = l.next((Const::<2>, Const::<3>));
+        weigh(&(&x * &x + &x))
+    });
+    gradcheck("x * x * x through clones", std::slice::from_ref(&x), |l| {
+        let x = l.next((Const::<2>, Const::<3>));
+        let (y, z) = (x.clone(), x.clone());
+        weigh(&(x * y * z))
+    });
+    gradcheck(
+        "residual x + f(x)",
+        &[x.clone(), uniform(61, 9, -1.0, 1.0)],
+        |l| {
+            let x = l.next((Const::<2>, Const::<3>));
+            let w = l.next((Const::<3>, Const::<3>));
+            let h = &x + x.matmul(&w).tanh();
+            let h = &h + h.matmul(&w).tanh(); // the same weights twice
+            weigh(&h)
+        },
+    );
+    gradcheck(
+        "a sum and a max of the same tensor",
+        std::slice::from_ref(&spaced(62, 6)),
+        |l| {
+            let x = l.next((Const::<2>, Const::<3>));
+            weigh(&(x.sum::<Axis<1>>() * x.max::<Axis<1>>()))
+        },
+    );
+}
+
+#[test]
+fn mlp_gradients() {
+    // x[4, 5] (a run-time batch) @ W1[5, 6] + b1, relu, @ W2[6, 3] + b2, squared error, mean.
+    let x = uniform(70, 20, -1.0, 1.0);
+    let (w1, b1) = (uniform(71, 30, -0.8, 0.8), uniform(72, 6, -0.2, 0.2));
+    let (w2, b2) = (uniform(73, 18, -0.8, 0.8), uniform(74, 3, -0.2, 0.2));
+    let target = uniform(75, 12, -1.0, 1.0);
+    let inputs = [w1, b1, w2, b2];
+    let f = |l: &mut Leaves| {
+        let w1 = l.next((Const::<5>, Const::<6>));
+        let b1 = l.next((Const::<6>,));
+        let w2 = l.next((Const::<6>, Const::<3>));
+        let b2 = l.next((Const::<3>,));
+        let x = Tensor::from_vec(x.clone(), (4usize, Const::<5>)).unwrap();
+        let y = Tensor::from_vec(target.clone(), (4usize, Const::<3>)).unwrap();
+        let hidden = (x.matmul(&w1) + &b1).relu();
+        let out = hidden.matmul(&w2) + &b2;
+        (out - &y).square().mean_all()
+    };
+    // relu's kink: no pre-activation may sit within h of 0 (for any perturbed input, the
+    // pre-activations move by at most h·max|x| < 1e-3)
+    let pre = {
+        let mut l = Leaves {
+            values: &inputs,
+            readers: Vec::new(),
+        };
+        let w1 = l.next((Const::<5>, Const::<6>));
+        let b1 = l.next((Const::<6>,));
+        (Tensor::from_vec(x.clone(), (4usize, Const::<5>))
+            .unwrap()
+            .matmul(&w1)
+            + &b1)
+            .to_vec()
+    };
+    assert!(
+        pre.iter().all(|p| p.abs() > 0.01),
+        "pre-activations away from relu's kink: {pre:?}"
+    );
+    assert!(pre.iter().any(|&p| p < 0.0) && pre.iter().any(|&p| p > 0.0));
+    gradcheck("mlp", &inputs, f);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tie rules (documented in src/autograd/ops.rs): exact
+
+#[test]
+fn binary_max_and_min_ties_share_the_gradient() {
+    let a = Tensor::from([1.0, 2.0, 5.0]).requires_grad();
+    let b = Tensor::from([1.0, 3.0, 4.0]).requires_grad();
+    a.maximum(&b).sum_all().backward();
+    assert_eq!(a.grad().unwrap().to_array(), [0.5, 0.0, 1.0]);
+    assert_eq!(b.grad().unwrap().to_array(), [0.5, 1.0, 0.0]);
+
+    let a = Tensor::from([1.0, 2.0, 5.0]).requires_grad();
+    let b = Tensor::from([1.0, 3.0, 4.0]).requires_grad();
+    (a.minimum(&b) * 2.0).sum_all().backward();
+    assert_eq!(a.grad().unwrap().to_array(), [1.0, 2.0, 0.0]);
+    assert_eq!(b.grad().unwrap().to_array(), [1.0, 0.0, 2.0]);
+
+    // a broadcast scalar tying with two elements: it collects half from each
+    let x = Tensor::from([0.0, -1.0, 0.0, 2.0]).requires_grad();
+    let zero = Tensor::from(0.0).requires_grad();
+    x.maximum(&zero).sum_all().backward();
+    assert_eq!(x.grad().unwrap().to_array(), [0.5, 0.0, 0.5, 1.0]);
+    assert_eq!(zero.grad().unwrap().item(), 0.5 + 1.0 + 0.5);
+}
+
+#[test]
+fn max_and_min_reductions_split_among_tied_extremes() {
+    let x = Tensor::from([3.0, 1.0, 3.0, 2.0]).requires_grad();
+    x.max_all().backward();
+    assert_eq!(x.grad().unwrap().to_array(), [0.5, 0.0, 0.5, 0.0]);
+
+    let m = Tensor::from([[1.0, 5.0, 5.0], [2.0, 2.0, 2.0], [7.0, 0.0, 1.0]]).requires_grad();
+    let w = Tensor::from([1.0, 3.0, 6.0]);
+    (m.max::<Axis<1>>() * &w).sum_all().backward();
+    assert_eq!(
+        m.grad().unwrap().to_array(),
+        [[0.0, 0.5, 0.5], [1.0, 1.0, 1.0], [6.0, 0.0, 0.0]]
+    );
+
+    let m = Tensor::from([[1.0, 5.0, 1.0], [1.0, 2.0, 0.0]]).requires_grad();
+    m.min::<Axis<0>>().sum_all().backward();
+    assert_eq!(m.grad().unwrap().to_array(), [[0.5, 0.0, 0.0], [0.5, 1.0, 1.0]]);
+
+    let m = Tensor::from([[4.0, 4.0], [4.0, 9.0]]).requires_grad();
+    m.min_all().backward();
+    let third = 1.0 / 3.0;
+    assert_eq!(m.grad().unwrap().to_array(), [[third, third], [third, 0.0]]);
+}
+
+#[test]
+fn relu_and_abs_have_gradient_zero_at_zero() {
+    let x = Tensor::from([0.0, -1.5, 2.0, -0.0]).requires_grad();
+    x.relu().sum_all().backward();
+    assert_eq!(x.grad().unwrap().to_array(), [0.0, 0.0, 1.0, 0.0]);
+    let x = Tensor::from([0.0, -1.5, 2.0, -0.0]).requires_grad();
+    x.abs().sum_all().backward();
+    assert_eq!(x.grad().unwrap().to_array(), [0.0, -1.0, 1.0, 0.0]);
+}
+
+#[test]
+fn pow_gradients_at_a_zero_base_or_exponent_are_zero_not_nan() {
+    // d/db 0^b = 0 for b > 0 (0^b is constant 0 there); d/da a^0 = 0 (a^0 is constant 1).
+    let a = Tensor::from([0.0, 0.0, 2.0, 3.0]).requires_grad();
+    let b = Tensor::from([2.0, 0.5, 0.0, 1.0]).requires_grad();
+    a.pow(&b).sum_all().backward();
+    let ln3 = 3.0f32.ln();
+    assert_eq!(a.grad().unwrap().to_array(), [0.0, f32::INFINITY, 0.0, 1.0]);
+    assert_eq!(b.grad().unwrap().to_array(), [0.0, 0.0, 2.0f32.ln(), 3.0 * ln3]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-computed cases
+
+#[test]
+fn d_dx_of_x_squared_plus_x_is_2x_plus_1() {
+    for x0 in [-2.0f32, -0.5, 0.0, 1.0, 3.25] {
+        let x = Tensor::from(x0).requires_grad();
+        (&x * &x + &x).backward();
+        assert_eq!(x.grad().unwrap().item(), 2.0 * x0 + 1.0, "at x = {x0}");
+    }
+    let x = Tensor::from([-2.0, -0.5, 0.0, 1.0, 3.25]).requires_grad();
+    (&x * &x + &x).sum_all().backward();
+    assert_eq!(x.grad().unwrap().to_array(), [-3.0, 0.0, 1.0, 3.0, 7.5]);
+}
+
+#[test]
+fn a_bias_broadcast_over_a_batch_gets_the_batch_size() {
+    for batch in [1usize, 5, 32] {
+        let x = Tensor::randn_in((batch, Const::<3>), &mut rng(80));
+        let bias = Tensor::from([0.1, 0.2, 0.3]).requires_grad();
+        (&x + &bias).sum_all().backward();
+        assert_eq!(
+            bias.grad().unwrap().to_array(),
+            [batch as f32; 3],
+            "batch {batch}"
+        );
+    }
+    // and an empty batch contributes nothing
+    let x = Tensor::zeros_in((0usize, Const::<3>));
+    let bias = Tensor::from([0.1, 0.2, 0.3]).requires_grad();
+    (&x + &bias).sum_all().backward();
+    assert_eq!(bias.grad().unwrap().to_array(), [0.0; 3]);
+}
+
+#[test]
+fn gradients_accumulate_until_zero_grad() {
+    let w = Tensor::from([1.0, -2.0]).requires_grad();
+    let loss = |w: &Tensor<R1<2>, Tracked>| (w * 3.0).sum_all();
+    assert!(w.grad().is_none(), "no gradient before backward");
+    loss(&w).backward();
+    assert_eq!(w.grad().unwrap().to_array(), [3.0, 3.0]);
+    loss(&w).backward();
+    assert_eq!(
+        w.grad().unwrap().to_array(),
+        [6.0, 6.0],
+        "a second forward and backward adds"
+    );
+    w.square().sum_all().backward();
+    assert_eq!(w.grad().unwrap().to_array(), [8.0, 2.0], "another loss adds too");
+    w.zero_grad();
+    assert!(w.grad().is_none(), "zero_grad clears");
+    loss(&w).backward();
+    assert_eq!(
+        w.grad().unwrap().to_array(),
+        [3.0, 3.0],
+        "and accumulation starts again"
+    );
+    // a clone is the same leaf
+    let alias = w.clone();
+    alias.zero_grad();
+    assert!(w.grad().is_none());
+}
+
+#[test]
+fn leaves_a_loss_does_not_use_get_no_gradient() {
+    let used = Tensor::from([1.0, 2.0]).requires_grad();
+    let unused = Tensor::from([3.0]).requires_grad();
+    let _ = unused.exp(); // recorded, but not part of the loss
+    used.sum_all().backward();
+    assert!(unused.grad().is_none());
+    // a scalar leaf is its own loss: d x / d x = 1
+    let s = Tensor::from(4.0).requires_grad();
+    s.backward();
+    assert_eq!(s.grad().unwrap().item(), 1.0);
+}
+
+#[test]
+fn detach_stops_the_gradient() {
+    let x = Tensor::from([1.0, 2.0, -3.0]).requires_grad();
+    // d/dx [stop(x)·x] = stop(x) = x, not 2x
+    (x.detach() * &x).sum_all().backward();
+    assert_eq!(x.grad().unwrap().to_array(), [1.0, 2.0, -3.0]);
+
+    let x = Tensor::from([1.0, 2.0]).requires_grad();
+    let y = x.exp();
+    let frozen: Tensor<R1<2>> = y.detach(); // an untracked tensor, by type
+    (&frozen * 5.0 + &x).sum_all().backward();
+    assert_eq!(
+        x.grad().unwrap().to_array(),
+        [1.0, 1.0],
+        "only the direct path counts"
+    );
+
+    // comparisons are untracked too: a mask passes no gradient
+    let x = Tensor::from([1.0, -2.0]).requires_grad();
+    let mask: Tensor<R1<2>> = x.gt(&Tensor::from(0.0));
+    (&x * &mask).sum_all().backward();
+    assert_eq!(x.grad().unwrap().to_array(), [1.0, 0.0]);
+}
+
+/// Accepts only tracked tensors: a compile-time check of the result mode.
+fn tracked<S: Shape>(t: &Tensor<S, Tracked>) -> Vec<usize> {
+    t.dims()
+}
+
+/// Accepts only untracked tensors.
+fn untracked<S: Shape>(t: &Tensor<S, NoGrad>) -> Vec<usize> {
+    t.dims()
+}
+
+#[test]
+fn tracked_with_untracked_gives_tracked() {
+    let w = Tensor::from([[1.0, 2.0], [3.0, 4.0]]).requires_grad();
+    let x = Tensor::from([[0.5, -1.0], [2.0, 0.0]]);
+    let c = Tensor::from([1.0, 1.0]);
+    tracked(&(&w + &x));
+    tracked(&(&x + &w));
+    tracked(&(&x * &w));
+    tracked(&x.sub(&w));
+    tracked(&x.maximum(&w));
+    tracked(&x.matmul(&w));
+    tracked(&w.matmul(&c));
+    tracked(&c.matmul(&w));
+    tracked(&x.where_else(&x.gt(&w), &w));
+    tracked(&w.where_else(&x, &x));
+    tracked(&(2.0 * &w));
+    untracked(&(&x + &x));
+    untracked(&x.matmul(&c));
+    untracked(&w.lt(&x));
+    untracked(&w.detach());
+    untracked(&w.grad().unwrap_or_else(|| w.zeros_like()));
+    // the gradient reaches the tracked side through each
+    let loss = (&x * &w).sum_all() + x.matmul(&w).sum_all() + c.matmul(&w).sum_all();
+    loss.backward();
+    // d/dw Σ x⊙w = x; d/dw Σ xw = xᵀ1 (column sums of x per row k); d/dw Σ cᵀw = c per column
+    assert_eq!(
+        w.grad().unwrap().to_array(),
+        [
+            [0.5 + 2.5 + 1.0, -1.0 + 2.5 + 1.0],
+            [2.0 - 1.0 + 1.0, 0.0 - 1.0 + 1.0]
+        ]
+    );
+}
+
+#[test]
+#[should_panic(expected = "backward through a graph whose backward already ran")]
+fn backward_twice_through_the_same_graph_panics() {
+    let x = Tensor::from([1.0, 2.0]).requires_grad();
+    let loss = x.exp().sum_all();
+    loss.backward();
+    loss.backward();
+}
+
+#[test]
+#[should_panic(expected = "backward through a graph whose backward already ran")]
+fn backward_through_a_shared_consumed_subgraph_panics() {
+    let x = Tensor::from([1.0, 2.0]).requires_grad();
+    let h = x.exp();
+    h.sum_all().backward();
+    (&h * 2.0).sum_all().backward();
+}
