@@ -121,10 +121,16 @@ impl Var {
         }
     }
 
-    /// Replaces a leaf's value with `buf`, keeping its identity and gradient (for optimizers).
+    /// Replaces a leaf's value with `buf`, keeping its identity and gradient.
     pub(crate) fn set_leaf_value(&mut self, buf: LazyBuffer) {
         debug_assert_eq!(self.buf.shape(), buf.shape());
         self.buf = buf;
+    }
+
+    /// Rewrites a leaf's values (in place when nothing else sees them), keeping its identity and
+    /// gradient: what optimizers use.
+    pub(crate) fn update_leaf(&mut self, f: impl FnOnce(&mut [f32])) {
+        self.buf.update(f);
     }
 
     /// Backpropagates `seed` (the gradient of this value) into every leaf it depends on, then

@@ -40,7 +40,9 @@ impl Var {
                     }
                     UnaryOp::Tanh => g.mul(&full_like(&x, 1.0).sub(&y.mul(&y))),
                     UnaryOp::Sigmoid => g.mul(&y).mul(&full_like(&x, 1.0).sub(&y)),
-                    UnaryOp::Relu => g.mul(&cmp(BinaryOp::CmpLt, &zero, &x)),
+                    // From the output (y > 0 exactly where x > 0), so the pre-activation is read
+                    // only by the forward relu and can fuse into it.
+                    UnaryOp::Relu => g.mul(&cmp(BinaryOp::CmpLt, &zero, &y)),
                 }]
             }) as BackwardFn
         })

@@ -165,7 +165,10 @@ impl LazyBuffer {
     pub fn where_(&self, a: &LazyBuffer, b: &LazyBuffer) -> Self {
         self.same_shape(a, "where");
         self.same_shape(b, "where");
-        Self::pending(self.shape().to_vec(), Op::Where(self.clone(), a.clone(), b.clone()))
+        Self::pending(
+            self.shape().to_vec(),
+            Op::Where(self.clone(), a.clone(), b.clone()),
+        )
     }
 
     /// Reduces `axes` to size 1 (the rank is kept).
@@ -175,7 +178,10 @@ impl LazyBuffer {
         axes.sort_unstable();
         axes.dedup();
         for &a in &axes {
-            assert!(a < shape.len(), "reduce: axis {a} out of range for shape {shape:?}");
+            assert!(
+                a < shape.len(),
+                "reduce: axis {a} out of range for shape {shape:?}"
+            );
             shape[a] = 1;
         }
         Self::pending(shape, Op::Reduce(op, self.clone(), axes))
@@ -261,15 +267,26 @@ impl LazyBuffer {
 
     /// Pads axis `d` with `pads[d].0` zeros before and `pads[d].1` after.
     pub fn pad(&self, pads: &[(usize, usize)]) -> Self {
-        assert_eq!(pads.len(), self.shape().len(), "pad: one (before, after) per axis");
+        assert_eq!(
+            pads.len(),
+            self.shape().len(),
+            "pad: one (before, after) per axis"
+        );
         self.with_view(self.view.pad(pads))
     }
 
     /// Keeps `ranges[d] = (start, end)` of axis `d`.
     pub fn shrink(&self, ranges: &[(usize, usize)]) -> Self {
         let ok = ranges.len() == self.shape().len()
-            && ranges.iter().zip(self.shape()).all(|(&(s, e), &d)| s <= e && e <= d);
-        assert!(ok, "shrink: ranges {ranges:?} do not fit shape {:?}", self.shape());
+            && ranges
+                .iter()
+                .zip(self.shape())
+                .all(|(&(s, e), &d)| s <= e && e <= d);
+        assert!(
+            ok,
+            "shrink: ranges {ranges:?} do not fit shape {:?}",
+            self.shape()
+        );
         self.with_view(self.view.shrink(ranges))
     }
 
@@ -294,6 +311,34 @@ impl LazyBuffer {
         let mut out = vec![0.0; self.numel()];
         kernel::gather(&buf, &self.view, 0, &mut out);
         out
+    }
+
+    /// Calls `f` with the values, row-major, without copying when the view is the whole buffer.
+    pub(crate) fn with_values<R>(&self, f: impl FnOnce(&[f32]) -> R) -> R {
+        self.realize();
+        let buf = self.node.buffer().expect("realized above");
+        if self.view.is_contiguous() && buf.len() == self.numel() {
+            f(&buf)
+        } else {
+            f(&self.to_vec())
+        }
+    }
+
+    /// Lets `f` rewrite the values, row-major. Writes in place when this handle is the only
+    /// one that can see the buffer (so no pending graph observes the change); otherwise writes
+    /// a copy and points this handle at it. Either way other handles keep the old values.
+    pub(crate) fn update(&mut self, f: impl FnOnce(&mut [f32])) {
+        self.realize();
+        let whole = self.view.is_contiguous() && self.node.shape == self.shape();
+        if whole && let Some(node) = Arc::get_mut(&mut self.node) {
+            let buf = node.buffer_mut().expect("realized above");
+            f(Arc::make_mut(buf).as_mut_slice());
+            return;
+        }
+        let mut values = self.to_vec();
+        f(&mut values);
+        stats::update(|s| s.bytes_allocated += (values.len() * size_of::<f32>()) as u64);
+        *self = Self::from_vec(values, &self.shape().to_vec()).expect("same length");
     }
 
     // Convenience wrappers, one line each, for tests and the layers above.

@@ -43,6 +43,27 @@ impl Op {
         matches!(self, Op::Unary(..) | Op::Binary(..) | Op::Where(..))
     }
 
+    /// True for elementwise ops that give exactly `+0.0` when every input is `+0.0`.
+    pub(crate) fn preserves_zero(&self) -> bool {
+        match self {
+            Op::Unary(op, _) => matches!(
+                op,
+                UnaryOp::Sqrt | UnaryOp::Sin | UnaryOp::Abs | UnaryOp::Tanh | UnaryOp::Relu
+            ),
+            Op::Binary(op, _, _) => matches!(
+                op,
+                BinaryOp::Add
+                    | BinaryOp::Sub
+                    | BinaryOp::Mul
+                    | BinaryOp::Max
+                    | BinaryOp::Min
+                    | BinaryOp::CmpLt
+            ),
+            Op::Where(..) => true,
+            Op::Reduce(..) | Op::MatMul(..) | Op::Contiguous(..) => false,
+        }
+    }
+
     fn into_inputs(self) -> Vec<LazyBuffer> {
         match self {
             Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) => vec![a],
@@ -96,6 +117,14 @@ impl Node {
         match &*self.state() {
             State::Pending(op) => Some(op.clone()),
             State::Realized(_) | State::Dropped => None,
+        }
+    }
+
+    /// The buffer of a realized node, for writing in place when nothing else can see it.
+    pub(crate) fn buffer_mut(&mut self) -> Option<&mut Arc<Vec<f32>>> {
+        match self.state.get_mut().unwrap_or_else(|e| e.into_inner()) {
+            State::Realized(buf) => Some(buf),
+            State::Pending(_) | State::Dropped => None,
         }
     }
 

@@ -3,10 +3,6 @@
 use super::params::Param;
 use crate::autograd::Var;
 
-pub(crate) fn var(p: &dyn Param) -> &Var {
-    p.as_var()
-}
-
 pub(crate) fn var_mut(p: &mut dyn Param) -> &mut Var {
     p.as_var_mut()
 }

@@ -1,7 +1,6 @@
 //! Adam and AdamW.
 
-use super::{Optimizer, apply_updates, scalar};
-use crate::lazy::{LazyBuffer, UnaryOp};
+use super::{Optimizer, apply_updates, flush_subnormal, slot};
 use crate::nn::Params;
 
 /// Adam as PyTorch's `torch.optim.Adam` defines it (bias-corrected), or AdamW with decoupled
@@ -41,7 +40,7 @@ pub struct Adam {
     pub decoupled: bool,
     /// Per parameter (in visiting order): its own step count, as PyTorch keeps it (a parameter
     /// counts only the steps in which it had a gradient), and its two moment estimates.
-    moments: Vec<Option<(u32, LazyBuffer, LazyBuffer)>>,
+    moments: Vec<Option<(u32, Vec<f32>, Vec<f32>)>>,
 }
 
 impl Adam {
@@ -97,34 +96,23 @@ impl Optimizer for Adam {
         } = *self;
         let moments = &mut self.moments;
         apply_updates(model, |i, p, g| {
-            let mut p = p.clone();
-            let mut g = g.clone();
-            if weight_decay != 0.0 {
-                if decoupled {
-                    p = p.mul(&scalar(&p, 1.0 - lr * weight_decay));
-                } else {
-                    g = g.add(&p.mul(&scalar(&p, weight_decay)));
+            let (step, m, v) = slot(moments, i).get_or_insert_with(|| (0, vec![0.0; p.len()], vec![0.0; p.len()]));
+            *step = step.saturating_add(1);
+            let t = (*step).min(i32::MAX as u32) as i32;
+            let inv_correction1 = (1.0 / (1.0 - (b1 as f64).powi(t))) as f32;
+            let inv_correction2 = (1.0 / (1.0 - (b2 as f64).powi(t))) as f32;
+            let l2 = weight_decay != 0.0 && !decoupled;
+            let shrink = weight_decay != 0.0 && decoupled;
+            for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+                let g = if l2 { g + *p * weight_decay } else { g };
+                if shrink {
+                    *p *= 1.0 - lr * weight_decay;
                 }
+                *m = flush_subnormal(*m * b1 + g * (1.0 - b1));
+                *v = flush_subnormal(*v * b2 + g * g * (1.0 - b2));
+                let denom = (*v * inv_correction2).sqrt() + eps;
+                *p -= (*m * inv_correction1) / denom * lr;
             }
-            if moments.len() <= i {
-                moments.resize(i + 1, None);
-            }
-            let (step, m, v) = moments[i]
-                .take()
-                .unwrap_or_else(|| (0, scalar(&p, 0.0), scalar(&p, 0.0)));
-            let step = step.saturating_add(1);
-            let correction1 = 1.0 - (b1 as f64).powi(step.min(i32::MAX as u32) as i32);
-            let correction2 = 1.0 - (b2 as f64).powi(step.min(i32::MAX as u32) as i32);
-            let m = m.mul(&scalar(&p, b1)).add(&g.mul(&scalar(&p, 1.0 - b1)));
-            let v = v.mul(&scalar(&p, b2)).add(&g.mul(&g).mul(&scalar(&p, 1.0 - b2)));
-            let m_hat = m.mul(&scalar(&p, (1.0 / correction1) as f32));
-            let denom = v
-                .mul(&scalar(&p, (1.0 / correction2) as f32))
-                .unary(UnaryOp::Sqrt)
-                .add(&scalar(&p, eps));
-            let new_p = p.sub(&m_hat.div(&denom).mul(&scalar(&p, lr)));
-            moments[i] = Some((step, m.clone(), v.clone()));
-            (new_p, vec![m, v])
         });
     }
 }

@@ -1,7 +1,6 @@
 //! Stochastic gradient descent with momentum, dampening, Nesterov and weight decay.
 
-use super::{Optimizer, apply_updates, scalar};
-use crate::lazy::LazyBuffer;
+use super::{Optimizer, apply_updates, flush_subnormal, slot};
 use crate::nn::Params;
 
 /// SGD as PyTorch's `torch.optim.SGD` defines it. With `g` the gradient and `p` the parameter:
@@ -39,7 +38,7 @@ pub struct Sgd {
     pub nesterov: bool,
     /// L2 penalty added to the gradient.
     pub weight_decay: f32,
-    momentum_buffers: Vec<Option<LazyBuffer>>,
+    momentum_buffers: Vec<Option<Vec<f32>>>,
 }
 
 impl Sgd {
@@ -96,30 +95,22 @@ impl Optimizer for Sgd {
         } = *self;
         let buffers = &mut self.momentum_buffers;
         apply_updates(model, |i, p, g| {
-            let mut g = g.clone();
-            if weight_decay != 0.0 {
-                g = g.add(&p.mul(&scalar(p, weight_decay)));
-            }
-            let mut state = Vec::new();
-            if momentum != 0.0 {
-                if buffers.len() <= i {
-                    buffers.resize(i + 1, None);
+            if momentum == 0.0 {
+                for (p, &g) in p.iter_mut().zip(g) {
+                    let d = if weight_decay != 0.0 { g + weight_decay * *p } else { g };
+                    *p -= d * lr;
                 }
-                let b = match buffers[i].take() {
-                    None => g.clone(),
-                    Some(b) => b
-                        .mul(&scalar(p, momentum))
-                        .add(&g.mul(&scalar(p, 1.0 - dampening))),
-                };
-                g = if nesterov {
-                    g.add(&b.mul(&scalar(p, momentum)))
-                } else {
-                    b.clone()
-                };
-                state.push(b.clone());
-                buffers[i] = Some(b);
+                return;
             }
-            (p.sub(&g.mul(&scalar(p, lr))), state)
+            let state = slot(buffers, i);
+            let first = state.is_none();
+            let b = state.get_or_insert_with(|| vec![0.0; p.len()]);
+            for ((p, &g), b) in p.iter_mut().zip(g).zip(b.iter_mut()) {
+                let d = if weight_decay != 0.0 { g + weight_decay * *p } else { g };
+                *b = flush_subnormal(if first { d } else { momentum * *b + (1.0 - dampening) * d });
+                let step = if nesterov { d + momentum * *b } else { *b };
+                *p -= step * lr;
+            }
         });
     }
 }
