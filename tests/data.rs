@@ -7,8 +7,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use teenygrad::Error;
 use teenygrad::data::{
-    Batcher, CLASSES, Dataset, FEATURES, Remainder, parse_csv, parse_csv_bytes, read_csv,
-    toy_digits, toy_digits_split, write_csv,
+    Batcher, CLASSES, Dataset, FEATURES, Remainder, parse_csv, parse_csv_bytes, read_csv, toy_digits,
+    toy_digits_split, write_csv,
 };
 
 fn bits(image: &[f32; FEATURES]) -> [u32; FEATURES] {
@@ -66,13 +66,7 @@ fn classes_are_balanced_and_shuffled() {
     // Shuffled: not in class order, not in a repeating 0..9 cycle.
     let labels = &digits.train.labels;
     assert!(labels.windows(2).any(|w| w[0] > w[1]));
-    assert!(
-        labels
-            .windows(2)
-            .filter(|w| w[1] == (w[0] + 1) % 10)
-            .count()
-            < labels.len() / 3
-    );
+    assert!(labels.windows(2).filter(|w| w[1] == (w[0] + 1) % 10).count() < labels.len() / 3);
 }
 
 #[test]
@@ -81,11 +75,7 @@ fn values_are_in_range_and_images_have_ink() {
     for data in [&digits.train, &digits.test] {
         assert!(data.labels.iter().all(|&l| usize::from(l) < CLASSES));
         for image in &data.images {
-            assert!(
-                image
-                    .iter()
-                    .all(|v| v.is_finite() && (0.0..=1.0).contains(v))
-            );
+            assert!(image.iter().all(|v| v.is_finite() && (0.0..=1.0).contains(v)));
             let max = image.iter().cloned().fold(0.0, f32::max);
             let ink = image.iter().filter(|&&v| v > 0.4).count();
             assert!(max > 0.5 && ink >= 4, "an image with almost no stroke");
@@ -100,13 +90,7 @@ fn values_are_in_range_and_images_have_ink() {
 fn no_test_image_is_a_train_image() {
     let digits = toy_digits_split(0, 5000, 2000);
     let train: HashSet<_> = digits.train.images.iter().map(bits).collect();
-    assert!(
-        digits
-            .test
-            .images
-            .iter()
-            .all(|img| !train.contains(&bits(img)))
-    );
+    assert!(digits.test.images.iter().all(|img| !train.contains(&bits(img))));
 }
 
 #[test]
@@ -130,9 +114,7 @@ fn nearest_centroid_accuracy(train: &Dataset, test: &Dataset) -> f64 {
         }
     }
     accuracy(test, |image| {
-        let dist = |c: &[f32; FEATURES]| -> f32 {
-            c.iter().zip(image).map(|(a, b)| (a - b) * (a - b)).sum()
-        };
+        let dist = |c: &[f32; FEATURES]| -> f32 { c.iter().zip(image).map(|(a, b)| (a - b) * (a - b)).sum() };
         (0..CLASSES)
             .min_by(|&a, &b| dist(&centroids[a]).total_cmp(&dist(&centroids[b])))
             .unwrap()
@@ -219,15 +201,9 @@ fn task_is_learnable_but_not_linear() {
          1-NN {one_nn:.4}"
     );
     // Far above chance (0.1) but far from solved by a template per class ...
-    assert!(
-        (0.55..0.80).contains(&centroid),
-        "nearest centroid {centroid}"
-    );
+    assert!((0.55..0.80).contains(&centroid), "nearest centroid {centroid}");
     // ... a linear model stays well short even on its own training data ...
-    assert!(
-        (0.75..0.92).contains(&linear_test),
-        "logistic test {linear_test}"
-    );
+    assert!((0.75..0.92).contains(&linear_test), "logistic test {linear_test}");
     assert!(linear_train < 0.95, "logistic train {linear_train}");
     // ... while a non-linear rule separates the classes.
     assert!(one_nn > 0.95, "1-NN {one_nn}");
@@ -273,11 +249,7 @@ fn csv_accepts_header_crlf_bom_spaces_and_trailing_blank_lines() {
     assert!(data.images[0].iter().all(|&v| v == 0.25));
     assert!(data.images[1].iter().all(|&v| v == 1.0));
     // No header and no final newline.
-    let data = parse_csv(
-        &format!("{}\n{}", row("0", "0"), row("1", "1e-1")),
-        "ok.csv",
-    )
-    .unwrap();
+    let data = parse_csv(&format!("{}\n{}", row("0", "0"), row("1", "1e-1")), "ok.csv").unwrap();
     assert_eq!(data.labels, vec![0, 1]);
     assert_eq!(data.images[1][5], 0.1);
 }
@@ -364,12 +336,7 @@ fn csv_not_utf8() {
 
 #[test]
 fn csv_empty_or_header_only() {
-    for (text, line) in [
-        ("", 1),
-        ("\n\n", 2),
-        ("label,p0,p1\n", 1),
-        ("label\r\n\r\n", 2),
-    ] {
+    for (text, line) in [("", 1), ("\n\n", 2), ("label,p0,p1\n", 1), ("label\r\n\r\n", 2)] {
         let (location, message) = data_error(parse_csv(text, "empty.csv"));
         assert_eq!(location, format!("empty.csv:{line}"), "{text:?}");
         assert!(message.contains("no data rows"), "{message}");
@@ -403,26 +370,17 @@ fn csv_write_rejects_what_it_could_not_read_back() {
         images: vec![[0.0; FEATURES]],
         labels: vec![10],
     };
-    assert!(matches!(
-        write_csv(&path, &bad_label),
-        Err(Error::Data { .. })
-    ));
+    assert!(matches!(write_csv(&path, &bad_label), Err(Error::Data { .. })));
     let bad_value = Dataset {
         images: vec![[f32::NAN; FEATURES]],
         labels: vec![1],
     };
-    assert!(matches!(
-        write_csv(&path, &bad_value),
-        Err(Error::Data { .. })
-    ));
+    assert!(matches!(write_csv(&path, &bad_value), Err(Error::Data { .. })));
     let mismatched = Dataset {
         images: vec![],
         labels: vec![1],
     };
-    assert!(matches!(
-        write_csv(&path, &mismatched),
-        Err(Error::Data { .. })
-    ));
+    assert!(matches!(write_csv(&path, &mismatched), Err(Error::Data { .. })));
     assert!(!path.exists(), "nothing is written for an invalid dataset");
 }
 
@@ -470,12 +428,7 @@ fn csv_parse_never_panics() {
         if let Ok(data) = parse_csv_bytes(&bytes, "fuzz.csv") {
             accepted += 1;
             assert!(data.labels.iter().all(|&l| l < 10));
-            assert!(
-                data.images
-                    .iter()
-                    .flatten()
-                    .all(|v| (0.0..=1.0).contains(v))
-            );
+            assert!(data.images.iter().flatten().all(|v| (0.0..=1.0).contains(v)));
         }
     }
     assert!(accepted > 0 && accepted < 3000, "accepted {accepted}");
@@ -487,15 +440,7 @@ fn csv_parse_never_panics() {
 #[test]
 fn batcher_keep_covers_every_index_once() {
     let mut rng = StdRng::seed_from_u64(5);
-    for (len, size) in [
-        (0, 3),
-        (1, 1),
-        (10, 3),
-        (10, 10),
-        (10, 32),
-        (1000, 64),
-        (64, 8),
-    ] {
+    for (len, size) in [(0, 3), (1, 1), (10, 3), (10, 10), (10, 32), (1000, 64), (64, 8)] {
         let batches: Vec<Vec<usize>> = Batcher::new(len, size, Remainder::Keep, &mut rng).collect();
         assert_eq!(batches.len(), len.div_ceil(size), "len {len} size {size}");
         for b in &batches[..batches.len().saturating_sub(1)] {
@@ -556,10 +501,7 @@ fn gather_returns_the_samples_in_order() {
     assert_eq!(images.len(), indices.len() * FEATURES);
     for (k, &i) in indices.iter().enumerate() {
         assert_eq!(labels[k], usize::from(data.labels[i]));
-        assert_eq!(
-            &images[k * FEATURES..(k + 1) * FEATURES],
-            &data.images[i][..]
-        );
+        assert_eq!(&images[k * FEATURES..(k + 1) * FEATURES], &data.images[i][..]);
     }
     assert_eq!(data.gather(&[]), (vec![], vec![]));
 }
