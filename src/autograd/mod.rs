@@ -150,6 +150,8 @@ impl Var {
             };
             match &node.kind {
                 NodeKind::Leaf { grad: slot } => {
+                    // Stored row-major, so optimizers read it without a gather.
+                    let grad = grad.contiguous();
                     let mut slot = lock(slot);
                     *slot = Some(match slot.take() {
                         Some(old) => old.add(&grad),

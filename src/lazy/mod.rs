@@ -212,10 +212,32 @@ impl LazyBuffer {
 
     /// A row-major copy of this view (a no-op if it already is one).
     pub fn contiguous(&self) -> Self {
-        if self.view.is_contiguous() && self.node.shape == self.shape() {
+        if self.view.is_contiguous() && numel(&self.node.shape) == self.numel() {
             return self.clone();
         }
+        if let Some(product) = self.transposed_matmul() {
+            return product;
+        }
         Self::pending(self.shape().to_vec(), Op::Contiguous(self.clone()))
+    }
+
+    /// `(a·b)ᵀ` laid out row-major is `bᵀ·aᵀ`: when this is the transposed view of a pending
+    /// matmul, that product (whose operands are free views) instead of a strided copy. A weight's
+    /// gradient arrives this way, since `Linear` multiplies by the weight's transpose.
+    fn transposed_matmul(&self) -> Option<Self> {
+        let rank = self.node.shape.len();
+        if rank < 2 {
+            return None;
+        }
+        let mut order: Vec<usize> = (0..rank).collect();
+        order.swap(rank - 2, rank - 1);
+        if self.view != View::contiguous(&self.node.shape).permute(&order) {
+            return None;
+        }
+        match self.node.op()? {
+            Op::MatMul(a, b) => Some(b.permute(&order).matmul(&a.permute(&order))),
+            _ => None,
+        }
     }
 
     fn with_view(&self, view: View) -> Self {
@@ -329,7 +351,7 @@ impl LazyBuffer {
     /// a copy and points this handle at it. Either way other handles keep the old values.
     pub(crate) fn update(&mut self, f: impl FnOnce(&mut [f32])) {
         self.realize();
-        let whole = self.view.is_contiguous() && self.node.shape == self.shape();
+        let whole = self.view.is_contiguous() && numel(&self.node.shape) == self.numel();
         if whole && let Some(node) = Arc::get_mut(&mut self.node) {
             let buf = node.buffer_mut().expect("realized above");
             f(Arc::make_mut(buf).as_mut_slice());
