@@ -39,9 +39,16 @@ fn elementwise(c: &mut Criterion) {
     let mut rng = StdRng::seed_from_u64(1);
     let x = LazyBuffer::rand_uniform(&[N], -2.0, 2.0, &mut rng);
     let xs = x.to_vec();
-    // The three must agree (the fused kernel runs the same f32 operations in the same order).
+    // The three must agree: the same f32 operations in the same order, except that the engine's
+    // exp (a vectorizable polynomial) and libm's may differ by 1 ulp, which the sqrt halves and
+    // the product with x (|x| < 2) at most doubles: 4 ulp of slack is ample.
     let fused = chain(&x, |y| y).to_vec();
-    assert_eq!(fused, by_hand(&xs));
+    for (f, h) in fused.iter().zip(by_hand(&xs)) {
+        assert!(
+            (f - h).abs() <= 4.0 * f32::EPSILON * h.abs(),
+            "fused {f}, by hand {h}"
+        );
+    }
 
     let mut group = c.benchmark_group("chain8_1M");
     group.throughput(Throughput::Elements(N as u64));

@@ -38,7 +38,13 @@ macro_rules! step_bench {
 }
 
 fn mlp_steps(c: &mut Criterion) {
-    step_bench!(c, "mlp 64-128-10 b32", (Linear<64, 128>, Relu, Linear<128, 10>), 32, 64);
+    step_bench!(
+        c,
+        "mlp 64-128-10 b32",
+        (Linear<64, 128>, Relu, Linear<128, 10>),
+        32,
+        64
+    );
     step_bench!(
         c,
         "mlp 784-512-256-10 b128",

@@ -2,6 +2,7 @@
 //! blocks, so a chain of operations reads each input once and writes one output with no
 //! full-size temporaries.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
@@ -28,11 +29,12 @@ pub(crate) enum Instr {
 }
 
 impl Instr {
-    fn operands(&self) -> Vec<usize> {
+    /// The operands, in the first `n` entries of the array.
+    fn operands(&self) -> ([usize; 3], usize) {
         match *self {
-            Instr::Unary(_, a) => vec![a],
-            Instr::Binary(_, a, b) => vec![a, b],
-            Instr::Where(c, a, b) => vec![c, a, b],
+            Instr::Unary(_, a) => ([a, 0, 0], 1),
+            Instr::Binary(_, a, b) => ([a, b, 0], 2),
+            Instr::Where(c, a, b) => ([c, a, b], 3),
         }
     }
 
@@ -56,35 +58,48 @@ pub(crate) struct FusedKernel {
 }
 
 /// How a leaf is read for one block.
-enum LeafAccess {
+enum LeafAccess<'a> {
     /// Row-major from this buffer position.
     Contiguous(usize),
     /// One value everywhere: a block prefilled once.
     Broadcast(Vec<f32>),
-    /// Anything else, gathered per block.
-    Strided(View),
+    /// Anything else, gathered per block (the view in iteration order).
+    Strided(Cow<'a, View>),
 }
 
 impl FusedKernel {
     /// Runs the kernel and returns its output, row-major.
     pub(crate) fn run(&self) -> Vec<f32> {
         let rank = self.shape.len();
-        let reduced: Vec<usize> = self.reduce.as_ref().map_or(vec![], |(_, axes)| axes.clone());
+        let reduced: &[usize] = self.reduce.as_ref().map_or(&[], |(_, axes)| axes);
         // Iterate kept axes outermost and reduced axes innermost, so each output is one run.
-        let order: Vec<usize> = (0..rank)
-            .filter(|a| !reduced.contains(a))
-            .chain(reduced.iter().copied())
-            .collect();
-        let iter_shape: Vec<usize> = order.iter().map(|&a| self.shape[a]).collect();
-        let n = numel(&iter_shape);
-        let run_len = numel(&iter_shape[rank - reduced.len()..]);
-        let out_len = if self.reduce.is_some() { numel(&iter_shape[..rank - reduced.len()]) } else { n };
+        // Without a reduction that is the kernel's own order.
+        let order: Option<Vec<usize>> = self.reduce.is_some().then(|| {
+            (0..rank)
+                .filter(|a| !reduced.contains(a))
+                .chain(reduced.iter().copied())
+                .collect()
+        });
+        let n = numel(&self.shape);
+        let (run_len, out_len) = if self.reduce.is_some() {
+            let run_len: usize = reduced.iter().map(|&a| self.shape[a]).product();
+            let kept: usize = (0..rank)
+                .filter(|a| !reduced.contains(a))
+                .map(|a| self.shape[a])
+                .product();
+            (run_len, kept)
+        } else {
+            (1, n)
+        };
 
         let access: Vec<LeafAccess> = self
             .leaves
             .iter()
             .map(|leaf| {
-                let view = leaf.view.permute(&order);
+                let view = match &order {
+                    Some(order) => Cow::Owned(leaf.view.permute(order)),
+                    None => Cow::Borrowed(&leaf.view),
+                };
                 if view.strides().iter().all(|&s| s == 0) && view.mask().is_none() && n > 0 {
                     LeafAccess::Broadcast(vec![leaf.buf[view.offset() as usize]; BLOCK.min(n)])
                 } else if view.mask().is_none() && view.has_contiguous_strides() {
@@ -105,15 +120,17 @@ impl FusedKernel {
             })
             .collect();
 
-        let mut out = vec![0.0f32; out_len];
+        // Without a reduction the output grows block by block (no zeroing pass over fresh pages)
+        // and the last instruction writes straight into it.
+        let mut out = match &self.reduce {
+            Some((op, _)) => vec![op.identity(); out_len],
+            None => Vec::with_capacity(out_len),
+        };
         let mut sums = match &self.reduce {
             Some((ReduceOp::Sum, _)) => vec![0.0f64; out_len],
-            Some((op, _)) => {
-                out.fill(op.identity());
-                Vec::new()
-            }
-            None => Vec::new(),
+            _ => Vec::new(),
         };
+        let direct_root = self.reduce.is_none() && !self.program.is_empty();
 
         let mut start = 0;
         while start < n {
@@ -131,6 +148,18 @@ impl FusedKernel {
                 }
             };
             for (i, instr) in self.program.iter().enumerate() {
+                if direct_root && i + 1 == self.program.len() {
+                    out.resize(start + len, 0.0);
+                    let value = |v: usize| -> &[f32] {
+                        if v < self.leaves.len() {
+                            leaf_block(v)
+                        } else {
+                            &slot_bufs[slots[v].expect("values have slots")][..len]
+                        }
+                    };
+                    execute(instr, &value, &mut out[start..start + len]);
+                    break;
+                }
                 let target = slots[self.leaves.len() + i].expect("instructions have slots");
                 let mut result = std::mem::take(&mut slot_bufs[target]);
                 {
@@ -145,15 +174,17 @@ impl FusedKernel {
                 }
                 slot_bufs[target] = result;
             }
-            let root = self.leaves.len() + self.program.len() - 1;
-            let values: &[f32] = if root < self.leaves.len() {
-                leaf_block(root)
-            } else {
-                &slot_bufs[slots[root].expect("root has a slot")][..len]
-            };
-            match &self.reduce {
-                None => out[start..start + len].copy_from_slice(values),
-                Some((op, _)) => accumulate(*op, values, start, run_len, &mut out, &mut sums),
+            if !direct_root {
+                let root = self.leaves.len() + self.program.len() - 1;
+                let values: &[f32] = if root < self.leaves.len() {
+                    leaf_block(root)
+                } else {
+                    &slot_bufs[slots[root].expect("root has a slot")][..len]
+                };
+                match &self.reduce {
+                    None => out.extend_from_slice(values),
+                    Some((op, _)) => accumulate(*op, values, start, run_len, &mut out, &mut sums),
+                }
             }
             start += len;
         }
@@ -175,7 +206,12 @@ impl FusedKernel {
                 self.shape,
                 self.leaves.len()
             ),
-            None => format!("fused [{}] over {:?}, {} inputs", ops.join(" "), self.shape, self.leaves.len()),
+            None => format!(
+                "fused [{}] over {:?}, {} inputs",
+                ops.join(" "),
+                self.shape,
+                self.leaves.len()
+            ),
         }
     }
 }
@@ -186,7 +222,8 @@ fn assign_slots(leaves: usize, program: &[Instr]) -> Vec<Option<usize>> {
     let total = leaves + program.len();
     let mut last_use = vec![0usize; total];
     for (i, instr) in program.iter().enumerate() {
-        for v in instr.operands() {
+        let (operands, n) = instr.operands();
+        for &v in &operands[..n] {
             last_use[v] = leaves + i;
         }
     }
@@ -199,9 +236,11 @@ fn assign_slots(leaves: usize, program: &[Instr]) -> Vec<Option<usize>> {
             next += 1;
             next - 1
         }));
-        let mut operands = instr.operands();
-        operands.dedup();
-        for v in operands {
+        let (operands, n) = instr.operands();
+        for (k, &v) in operands[..n].iter().enumerate() {
+            if operands[..k].contains(&v) {
+                continue; // freed once
+            }
             if v >= leaves && last_use[v] == me && !free.contains(&slots[v].unwrap()) {
                 free.push(slots[v].unwrap());
             }
@@ -226,7 +265,7 @@ fn map2(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
 
 /// Runs one instruction over a block. Each operation gets its own loop so the compiler can
 /// vectorize it.
-fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f32]) {
+pub(crate) fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f32]) {
     macro_rules! unary {
         ($a:expr, $($op:ident),*) => {
             match instr {
@@ -244,9 +283,35 @@ fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f3
         };
     }
     match *instr {
-        Instr::Unary(_, a) => unary!(value(a), Neg, Exp, Log, Sqrt, Recip, Sin, Cos, Abs, Tanh, Sigmoid, Relu),
+        Instr::Unary(_, a) => unary!(
+            value(a),
+            Neg,
+            Exp,
+            Log,
+            Sqrt,
+            Recip,
+            Sin,
+            Cos,
+            Abs,
+            Tanh,
+            Sigmoid,
+            Relu
+        ),
         Instr::Binary(_, a, b) => {
-            binary!(value(a), value(b), Add, Sub, Mul, Div, Max, Min, Pow, CmpLt, CmpLe, CmpEq)
+            binary!(
+                value(a),
+                value(b),
+                Add,
+                Sub,
+                Mul,
+                Div,
+                Max,
+                Min,
+                Pow,
+                CmpLt,
+                CmpLe,
+                CmpEq
+            )
         }
         Instr::Where(c, a, b) => {
             for (((o, &c), &x), &y) in out.iter_mut().zip(value(c)).zip(value(a)).zip(value(b)) {
@@ -293,6 +358,9 @@ pub(crate) fn gather(buf: &[f32], view: &View, start: usize, out: &mut [f32]) {
     let shape = view.shape();
     let strides = view.strides();
     let rank = shape.len();
+    if out.is_empty() {
+        return; // also keeps a zero-size axis from being divided by below
+    }
     if rank == 0 {
         if let Some(o) = out.first_mut() {
             *o = view.position(&[]).map_or(0.0, |p| buf[p as usize]);
@@ -325,7 +393,11 @@ pub(crate) fn gather(buf: &[f32], view: &View, start: usize, out: &mut [f32]) {
         } else {
             for (j, o) in row.iter_mut().enumerate() {
                 let i = index[last] + j;
-                *o = if i >= lo && i < hi { buf[(base + i as isize * stride) as usize] } else { 0.0 };
+                *o = if i >= lo && i < hi {
+                    buf[(base + i as isize * stride) as usize]
+                } else {
+                    0.0
+                };
             }
         }
         written += count;

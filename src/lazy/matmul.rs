@@ -16,14 +16,22 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> Vec<f32
     if m == 0 || n == 0 || k == 0 || batches == 0 {
         return out; // an empty sum is 0
     }
-    assert!(a_view.mask().is_none() && b_view.mask().is_none(), "matmul operands must not be padded");
+    assert!(
+        a_view.mask().is_none() && b_view.mask().is_none(),
+        "matmul operands must not be padded"
+    );
     check_in_bounds(a, a_view);
     check_in_bounds(b, b_view);
     let (ast, bst) = (a_view.strides(), b_view.strides());
     let mut index = vec![0usize; batch_shape.len()];
     for batch in 0..batches {
         let offset = |view: &View, strides: &[isize]| {
-            view.offset() + index.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum::<isize>()
+            view.offset()
+                + index
+                    .iter()
+                    .zip(strides)
+                    .map(|(&i, &s)| i as isize * s)
+                    .sum::<isize>()
         };
         let (a_off, b_off) = (offset(a_view, ast), offset(b_view, bst));
         let c = &mut out[batch * m * n..(batch + 1) * m * n];

@@ -360,7 +360,7 @@ impl LazyBuffer {
         let mut values = self.to_vec();
         f(&mut values);
         stats::update(|s| s.bytes_allocated += (values.len() * size_of::<f32>()) as u64);
-        *self = Self::from_vec(values, &self.shape().to_vec()).expect("same length");
+        *self = Self::from_vec(values, self.shape()).expect("same length");
     }
 
     // Convenience wrappers, one line each, for tests and the layers above.

@@ -74,6 +74,11 @@ impl Op {
 }
 
 #[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "every node starts pending and fused ones stay so: boxing the op would cost an \
+              allocation per node and save no memory"
+)]
 pub(crate) enum State {
     Pending(Op),
     Realized(Arc<Vec<f32>>),

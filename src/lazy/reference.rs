@@ -5,10 +5,10 @@
 
 use std::collections::HashMap;
 
+use super::LazyBuffer;
 use super::node::{Node, Op};
 use super::ops::{ReduceOp, binary_f64, reduce_step_f64, unary_f64};
 use super::view::View;
-use super::LazyBuffer;
 use crate::shape::runtime::numel;
 
 /// The values of `buffer`, row-major, computed in f64 from the graph's leaves.
@@ -37,7 +37,12 @@ pub fn evaluate(buffer: &LazyBuffer) -> Vec<f64> {
             }
             _ => {
                 let values = match op {
-                    None => node.buffer().expect("realized").iter().map(|&x| x as f64).collect(),
+                    None => node
+                        .buffer()
+                        .expect("realized")
+                        .iter()
+                        .map(|&x| x as f64)
+                        .collect(),
                     Some(op) => eval_op(&op, &node.shape, &memo),
                 };
                 memo.insert(node.id, values);
@@ -70,12 +75,16 @@ fn eval_op(op: &Op, shape: &[usize], memo: &HashMap<u64, Vec<f64>>) -> Vec<f64> 
     let input = |b: &LazyBuffer| read(&memo[&b.node.id], &b.view);
     match op {
         Op::Unary(u, a) => input(a).into_iter().map(|x| unary_f64(*u, x)).collect(),
-        Op::Binary(b, x, y) => {
-            input(x).into_iter().zip(input(y)).map(|(p, q)| binary_f64(*b, p, q)).collect()
-        }
+        Op::Binary(b, x, y) => input(x)
+            .into_iter()
+            .zip(input(y))
+            .map(|(p, q)| binary_f64(*b, p, q))
+            .collect(),
         Op::Where(c, x, y) => {
             let (c, x, y) = (input(c), input(x), input(y));
-            (0..c.len()).map(|i| if c[i] != 0.0 { x[i] } else { y[i] }).collect()
+            (0..c.len())
+                .map(|i| if c[i] != 0.0 { x[i] } else { y[i] })
+                .collect()
         }
         Op::Contiguous(a) => input(a),
         Op::Reduce(r, a, axes) => {
@@ -105,9 +114,11 @@ fn eval_op(op: &Op, shape: &[usize], memo: &HashMap<u64, Vec<f64>>) -> Vec<f64> 
             for bt in 0..batches {
                 for i in 0..m {
                     for j in 0..n {
+                        // From +0 like the engine (`Sum` on floats starts at -0, so an empty
+                        // product would read -0).
                         out[(bt * m + i) * n + j] = (0..k)
                             .map(|p| av[(bt * m + i) * k + p] * bv[(bt * k + p) * n + j])
-                            .sum();
+                            .fold(0.0, |acc, x| acc + x);
                     }
                 }
             }

@@ -6,16 +6,49 @@
 //! [`MAX_FUSED_OPS`] operations. Every other node is a kernel of its own, run once and cached.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::kernel::{FusedKernel, Instr, Leaf};
-use super::node::{Node, Op};
+use super::kernel::{BLOCK, FusedKernel, Instr, Leaf, execute};
+use super::node::{Node, Op, State};
 use super::view::View;
 use super::{LazyBuffer, matmul, stats};
 
 /// A bound on one kernel's program: keeps per-block scratch small and deep chains iterative.
 pub(crate) const MAX_FUSED_OPS: usize = 64;
+
+/// A multiplicative (Fx-style) hasher: the keys are node ids and views, hashed within one
+/// realization, so SipHash's protection against chosen keys buys nothing and costs time.
+#[derive(Default)]
+struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_isize(&mut self, n: isize) {
+        self.write_u64(n as u64);
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// Realizes the nodes behind `roots` (and only what they need).
 pub(crate) fn realize(roots: &[&LazyBuffer]) {
@@ -23,7 +56,13 @@ pub(crate) fn realize(roots: &[&LazyBuffer]) {
         return;
     }
     let started = Instant::now();
-    let mut forced: HashSet<u64> = HashSet::new();
+    if let [root] = roots
+        && realize_single(root)
+    {
+        stats::update(|s| s.realize_time += started.elapsed());
+        return;
+    }
+    let mut forced: FastSet<u64> = FastSet::default();
     loop {
         let graph = Graph::collect(roots, &forced);
         match graph.run() {
@@ -37,25 +76,131 @@ pub(crate) fn realize(roots: &[&LazyBuffer]) {
     stats::update(|s| s.realize_time += started.elapsed());
 }
 
+/// The common case of one elementwise node or matmul whose inputs all hold buffers (an
+/// eager-style step): one kernel, run without collecting a graph. False for any other node.
+fn realize_single(root: &LazyBuffer) -> bool {
+    let kernel = {
+        let state = root.node.state();
+        let State::Pending(op) = &*state else {
+            return false;
+        };
+        let program = match op {
+            Op::Unary(u, _) => Instr::Unary(*u, 0),
+            Op::Binary(b, _, _) => Instr::Binary(*b, 0, 1),
+            Op::Where(..) => Instr::Where(0, 1, 2),
+            Op::MatMul(a, b) if a.is_realized() && b.is_realized() => {
+                let (a, b) = (a.clone(), b.clone());
+                drop(state);
+                run_matmul(&root.node, &a, &b);
+                return true;
+            }
+            _ => return false,
+        };
+        let inputs = op.inputs();
+        let mut bufs = Vec::with_capacity(3);
+        for input in &inputs {
+            // Another node's lock: the graph is acyclic, so never the one held.
+            let Some(buf) = input.node.buffer() else {
+                return false;
+            };
+            bufs.push(buf);
+        }
+        // Every input read row-major from an offset: one pass straight over the buffers.
+        let plain = |b: &&LazyBuffer| b.view.mask().is_none() && b.view.has_contiguous_strides();
+        if inputs.iter().all(plain) {
+            let n = root.node.shape.iter().product::<usize>();
+            let offsets: Vec<usize> = inputs.iter().map(|b| b.view.offset() as usize).collect();
+            drop(state);
+            let trace = stats::tracing().then(|| (format!("{program:?} (direct)"), Instant::now()));
+            let mut out = Vec::with_capacity(n);
+            for start in (0..n).step_by(BLOCK) {
+                let len = BLOCK.min(n - start);
+                out.resize(start + len, 0.0);
+                let value = |v: usize| -> &[f32] {
+                    let from = offsets[v] + start;
+                    &bufs[v][from..from + len]
+                };
+                execute(&program, &value, &mut out[start..]);
+            }
+            record(&root.node, out, 1, trace);
+            return true;
+        }
+        // An elementwise input's view is already over the kernel's shape.
+        let leaves = inputs
+            .iter()
+            .zip(bufs)
+            .map(|(input, buf)| Leaf {
+                buf,
+                view: input.view.clone(),
+            })
+            .collect();
+        FusedKernel {
+            shape: root.node.shape.clone(),
+            leaves,
+            program: vec![program],
+            reduce: None,
+        }
+    };
+    run_kernel(&root.node, kernel);
+    true
+}
+
+/// Runs a fused kernel for `node`, records it, and stores the result in the node.
+fn run_kernel(node: &Node, kernel: FusedKernel) {
+    let ops = kernel.program.len() + usize::from(kernel.reduce.is_some());
+    let trace = stats::tracing().then(|| (kernel.describe(), Instant::now()));
+    let output = kernel.run();
+    record(node, output, ops, trace);
+}
+
+/// Runs `a · b` (both realized) for `node`, records it, and stores the result.
+fn run_matmul(node: &Node, a: &LazyBuffer, b: &LazyBuffer) {
+    let trace = stats::tracing().then(|| {
+        let what = format!("matmul {:?} x {:?}", a.shape(), b.shape());
+        (what, Instant::now())
+    });
+    let (ab, av) = operand(a);
+    let (bb, bv) = operand(b);
+    let out = matmul::run(&ab, &av, &bb, &bv);
+    record(node, out, 1, trace);
+}
+
+/// Counts a kernel's run, traces it if asked, and stores its output in `node`.
+fn record(node: &Node, output: Vec<f32>, ops: usize, trace: Option<(String, Instant)>) {
+    if let Some((description, started)) = trace {
+        let elapsed = started.elapsed();
+        eprintln!(
+            "teenygrad kernel: {description} -> {:?} in {elapsed:?}",
+            node.shape
+        );
+    }
+    stats::update(|s| {
+        s.kernels += 1;
+        s.ops_fused += ops as u64;
+        s.bytes_allocated += (output.len() * size_of::<f32>()) as u64;
+    });
+    node.set_realized(Arc::new(output));
+}
+
 /// The pending part of the graph, in topological order (inputs first).
 struct Graph {
     nodes: Vec<Arc<Node>>,
     ops: Vec<Op>,
-    index: HashMap<u64, usize>,
+    index: FastMap<u64, usize>,
     /// Index of the kernel root each node belongs to.
     kernel_of: Vec<usize>,
 }
 
 impl Graph {
-    fn collect(roots: &[&LazyBuffer], forced: &HashSet<u64>) -> Graph {
+    fn collect(roots: &[&LazyBuffer], forced: &FastSet<u64>) -> Graph {
         let mut graph = Graph {
             nodes: Vec::new(),
             ops: Vec::new(),
-            index: HashMap::new(),
+            index: FastMap::default(),
             kernel_of: Vec::new(),
         };
         // Iterative post-order DFS: deep graphs must not overflow the stack.
-        let mut visited: HashSet<u64> = HashSet::new();
+        let mut visited: FastSet<u64> = FastSet::default();
         let mut stack: Vec<(Arc<Node>, Option<Op>)> = Vec::new();
         for root in roots {
             if visited.insert(root.node.id)
@@ -92,7 +237,7 @@ impl Graph {
     }
 
     /// Assigns each node to a kernel, consumers before producers.
-    fn group(&mut self, roots: &[&LazyBuffer], forced: &HashSet<u64>) {
+    fn group(&mut self, roots: &[&LazyBuffer], forced: &FastSet<u64>) {
         let n = self.nodes.len();
         let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (i, op) in self.ops.iter().enumerate() {
@@ -102,14 +247,14 @@ impl Graph {
                 }
             }
         }
-        let requested: HashSet<u64> = roots.iter().map(|r| r.node.id).collect();
+        let requested: FastSet<u64> = roots.iter().map(|r| r.node.id).collect();
         let mut kernel_size = vec![0usize; n];
         self.kernel_of = (0..n).collect();
         for i in (0..n).rev() {
             let id = self.nodes[i].id;
             let mut target = None;
             if self.ops[i].is_elementwise() && !requested.contains(&id) && !forced.contains(&id) {
-                let kernels: HashSet<usize> = consumers[i].iter().map(|&c| self.kernel_of[c]).collect();
+                let kernels: FastSet<usize> = consumers[i].iter().map(|&c| self.kernel_of[c]).collect();
                 let feeds_fusable = consumers[i]
                     .iter()
                     .all(|&c| !matches!(self.ops[c], Op::MatMul(..)));
@@ -132,31 +277,10 @@ impl Graph {
             if self.kernel_of[i] != i || self.nodes[i].buffer().is_some() {
                 continue;
             }
-            let started = Instant::now();
-            let (output, description, ops) = match &self.ops[i] {
-                Op::MatMul(a, b) => {
-                    let (ab, av) = operand(a);
-                    let (bb, bv) = operand(b);
-                    let out = matmul::run(&ab, &av, &bb, &bv);
-                    (out, format!("matmul {:?} x {:?}", a.shape(), b.shape()), 1)
-                }
-                op => {
-                    let kernel = self.build(i, op)?;
-                    let ops = kernel.program.len() + usize::from(kernel.reduce.is_some());
-                    let description = if stats::tracing() { kernel.describe() } else { String::new() };
-                    (kernel.run(), description, ops)
-                }
-            };
-            let elapsed = started.elapsed();
-            if stats::tracing() {
-                eprintln!("teenygrad kernel: {description} -> {:?} in {elapsed:?}", self.nodes[i].shape);
+            match &self.ops[i] {
+                Op::MatMul(a, b) => run_matmul(&self.nodes[i], a, b),
+                op => run_kernel(&self.nodes[i], self.build(i, op)?),
             }
-            stats::update(|s| {
-                s.kernels += 1;
-                s.ops_fused += ops as u64;
-                s.bytes_allocated += (output.len() * size_of::<f32>()) as u64;
-            });
-            self.nodes[i].set_realized(Arc::new(output));
         }
         Ok(())
     }
@@ -168,7 +292,7 @@ impl Graph {
             kernel: root,
             leaves: Vec::new(),
             program: Vec::new(),
-            memo: HashMap::new(),
+            memo: FastMap::default(),
         };
         let shape = self.nodes[root].shape.clone();
         match op {
@@ -205,7 +329,7 @@ struct Builder<'g> {
     kernel: usize,
     leaves: Vec<Leaf>,
     program: Vec<Instr>,
-    memo: HashMap<(u64, View), usize>,
+    memo: FastMap<(u64, View), usize>,
 }
 
 impl Builder<'_> {
@@ -226,7 +350,10 @@ impl Builder<'_> {
             self.fused(j, &access)?
         } else {
             let buf = node.buffer().expect("inputs of other kernels are realized first");
-            self.leaves.push(Leaf { buf, view: access.clone() });
+            self.leaves.push(Leaf {
+                buf,
+                view: access.clone(),
+            });
             // Leaves are numbered before instructions; fix up indices in `finish`.
             usize::MAX - (self.leaves.len() - 1)
         };
@@ -249,13 +376,33 @@ impl Builder<'_> {
             _ => unreachable!("only elementwise nodes are fused"),
         };
         self.program.push(instr);
-        Ok(self.program.len() - 1)
+        let value = self.program.len() - 1;
+        // A padded `access` pushes its mask down to the leaves, which then read 0 in the padding;
+        // the op itself must still give 0 there. Unless it maps zeros to +0 (then, by induction
+        // over the fused inputs, it already does), select 0 through a mask leaf: `where(m, v, m)`
+        // with `m` 1 inside the mask and 0 in the padding.
+        if access.mask().is_some() && !op.preserves_zero() {
+            self.leaves.push(Leaf {
+                buf: Arc::new(vec![1.0]),
+                view: access.mask_only(),
+            });
+            let mask = usize::MAX - (self.leaves.len() - 1);
+            self.program.push(Instr::Where(mask, value, mask));
+            return Ok(self.program.len() - 1);
+        }
+        Ok(value)
     }
 
     /// Renumbers values: leaves `0..L`, instruction `i` is `L + i`.
     fn finish(self, shape: Vec<usize>, reduce: Option<(super::ReduceOp, Vec<usize>)>) -> FusedKernel {
         let leaves = self.leaves.len();
-        let fix = |v: usize| if v > usize::MAX / 2 { usize::MAX - v } else { leaves + v };
+        let fix = |v: usize| {
+            if v > usize::MAX / 2 {
+                usize::MAX - v
+            } else {
+                leaves + v
+            }
+        };
         let mut program = self.program;
         for instr in &mut program {
             *instr = match *instr {

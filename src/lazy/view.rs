@@ -58,11 +58,16 @@ impl View {
 
     /// True if the strides are row-major for the shape (size-1 axes may have any stride).
     pub fn has_contiguous_strides(&self) -> bool {
-        let expected = contiguous_strides(&self.shape);
-        self.shape
-            .iter()
-            .zip(self.strides.iter().zip(&expected))
-            .all(|(&d, (s, e))| d <= 1 || s == e)
+        // Row-major strides computed innermost first, without allocating (this runs per kernel
+        // leaf and per read).
+        let mut expected = 1isize;
+        for (&d, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if d > 1 && s != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(d.max(1) as isize);
+        }
+        true
     }
 
     /// If every unmasked element sits at `offset + linear_index * step` for one `step`, that step.

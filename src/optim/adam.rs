@@ -40,7 +40,15 @@ pub struct Adam {
     pub decoupled: bool,
     /// Per parameter (in visiting order): its own step count, as PyTorch keeps it (a parameter
     /// counts only the steps in which it had a gradient), and its two moment estimates.
-    moments: Vec<Option<(u32, Vec<f32>, Vec<f32>)>>,
+    moments: Vec<Option<Moments>>,
+}
+
+/// One parameter's state: how many steps it has taken and its two moment estimates.
+#[derive(Clone, Debug)]
+struct Moments {
+    step: u32,
+    m: Vec<f32>,
+    v: Vec<f32>,
 }
 
 impl Adam {
@@ -96,7 +104,11 @@ impl Optimizer for Adam {
         } = *self;
         let moments = &mut self.moments;
         apply_updates(model, |i, p, g| {
-            let (step, m, v) = slot(moments, i).get_or_insert_with(|| (0, vec![0.0; p.len()], vec![0.0; p.len()]));
+            let Moments { step, m, v } = slot(moments, i).get_or_insert_with(|| Moments {
+                step: 0,
+                m: vec![0.0; p.len()],
+                v: vec![0.0; p.len()],
+            });
             *step = step.saturating_add(1);
             let t = (*step).min(i32::MAX as u32) as i32;
             let inv_correction1 = (1.0 / (1.0 - (b1 as f64).powi(t))) as f32;

@@ -33,7 +33,10 @@ pub trait Optimizer {
 
 /// Calls `update(index, values, grad)` for every parameter that has a gradient, `index` being its
 /// position in visiting order, and `values` its data to rewrite.
-pub(crate) fn apply_updates<M: Params + ?Sized>(model: &mut M, mut update: impl FnMut(usize, &mut [f32], &[f32])) {
+pub(crate) fn apply_updates<M: Params + ?Sized>(
+    model: &mut M,
+    mut update: impl FnMut(usize, &mut [f32], &[f32]),
+) {
     let mut index = 0;
     model.visit_mut("", &mut |_, p| {
         let var = var_mut(p);

@@ -97,7 +97,11 @@ impl Optimizer for Sgd {
         apply_updates(model, |i, p, g| {
             if momentum == 0.0 {
                 for (p, &g) in p.iter_mut().zip(g) {
-                    let d = if weight_decay != 0.0 { g + weight_decay * *p } else { g };
+                    let d = if weight_decay != 0.0 {
+                        g + weight_decay * *p
+                    } else {
+                        g
+                    };
                     *p -= d * lr;
                 }
                 return;
@@ -106,8 +110,16 @@ impl Optimizer for Sgd {
             let first = state.is_none();
             let b = state.get_or_insert_with(|| vec![0.0; p.len()]);
             for ((p, &g), b) in p.iter_mut().zip(g).zip(b.iter_mut()) {
-                let d = if weight_decay != 0.0 { g + weight_decay * *p } else { g };
-                *b = flush_subnormal(if first { d } else { momentum * *b + (1.0 - dampening) * d });
+                let d = if weight_decay != 0.0 {
+                    g + weight_decay * *p
+                } else {
+                    g
+                };
+                *b = flush_subnormal(if first {
+                    d
+                } else {
+                    momentum * *b + (1.0 - dampening) * d
+                });
                 let step = if nesterov { d + momentum * *b } else { *b };
                 *p -= step * lr;
             }

@@ -1,0 +1,296 @@
+//! Laziness, fusion, caching and memory of the lazy buffer: nothing runs before a read, chains
+//! fuse into one kernel, realized graphs free their inputs, realizing twice does nothing, and
+//! very deep graphs neither overflow the stack when realized nor when dropped.
+//!
+//! `stats` counters are per thread, so they are exact here whatever runs alongside. The count of
+//! live nodes (`nodes_alive`) is process-wide: every test in this file (its own process) takes
+//! `LOCK`, so no other test creates or drops nodes while one counts them.
+
+use std::sync::{Mutex, MutexGuard};
+
+use teenygrad::lazy::{BinaryOp, LazyBuffer, UnaryOp, nodes_alive, reference, stats};
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn ramp(n: usize, shape: &[usize]) -> LazyBuffer {
+    LazyBuffer::from_vec((0..n).map(|i| (i % 17) as f32 * 0.25 - 2.0).collect(), shape).unwrap()
+}
+
+/// The 8-op chain of the benchmarks: `((x·2 + 1).relu().exp() - x).sqrt()`, then `·x` and `max`
+/// with x.
+fn chain8(x: &LazyBuffer) -> LazyBuffer {
+    let s = x.shape();
+    x.mul(&LazyBuffer::full(s, 2.0))
+        .add(&LazyBuffer::full(s, 1.0))
+        .unary(UnaryOp::Relu)
+        .unary(UnaryOp::Exp)
+        .sub(x)
+        .unary(UnaryOp::Sqrt)
+        .mul(x)
+        .binary(BinaryOp::Max, x)
+}
+
+/// `|fast - reference| <= 8·EPS·|reference|·…`: a loose sanity bound is enough here: these
+/// tests are about what runs, `lazy_ops.rs` checks numerics. Each chain element is ≤ 10 ops of
+/// ≤ 2 ulp on values of order 1..e^5, no cancellation near 0 except exact zeros; 64 ulp covers
+/// the propagated error with margin.
+fn assert_matches_reference(got: &[f32], want: &[f64]) {
+    assert_eq!(got.len(), want.len());
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let tol = 64.0 * f32::EPSILON as f64 * w.abs().max(1.0);
+        assert!(
+            (g as f64 - w).abs() <= tol,
+            "element {i}: fast {g}, reference {w}"
+        );
+    }
+}
+
+#[test]
+fn nothing_runs_before_a_read() {
+    let _serial = serial();
+    let x = ramp(24, &[2, 3, 4]);
+    let w = ramp(20, &[4, 5]);
+    stats::reset();
+    let graphs = [
+        chain8(&x),
+        x.sum(&[1]),
+        x.max(&[0, 2]),
+        x.reshape(&[6, 4]).matmul(&w),
+        x.permute(&[2, 0, 1]).contiguous(),
+        x.pad(&[(1, 0), (0, 1), (2, 2)]).unary(UnaryOp::Exp),
+        x.permute(&[1, 0, 2]).reshape(&[24]),
+        chain8(&x)
+            .sum(&[0, 1, 2])
+            .expand(&[3, 1, 1])
+            .add(&LazyBuffer::full(&[3, 1, 1], 1.0)),
+    ];
+    assert_eq!(stats::get(), stats::Stats::default(), "building ran something");
+    assert!(graphs.iter().all(|g| !g.is_realized()));
+    for g in &graphs {
+        g.to_vec();
+    }
+    let ran = stats::get();
+    assert!(ran.kernels >= graphs.len() as u64, "{ran:?}");
+    assert!(graphs.iter().all(LazyBuffer::is_realized));
+}
+
+#[test]
+fn an_eight_op_chain_into_a_sum_is_one_kernel() {
+    let _serial = serial();
+    // Contiguous, and through a permuted and a padded view: still one kernel, one output buffer.
+    let x = ramp(3000, &[30, 100]);
+    for (name, input) in [
+        ("contiguous", x.clone()),
+        ("permuted", x.permute(&[1, 0])),
+        ("padded", x.pad(&[(2, 3), (0, 0)])),
+    ] {
+        let y = chain8(&input).sum(&[0, 1]);
+        let want = reference::evaluate(&y);
+        stats::reset();
+        let got = y.to_vec();
+        let ran = stats::get();
+        assert_eq!(ran.kernels, 1, "{name}: {ran:?}");
+        // 8 elementwise ops and the sum (a padded input adds one masking step per padded op).
+        if name != "padded" {
+            assert_eq!(ran.ops_fused, 9, "{name}: {ran:?}");
+        }
+        assert_eq!(
+            ran.bytes_allocated, 4,
+            "{name}: only the one-element output: {ran:?}"
+        );
+        assert_matches_reference(&got, &want);
+    }
+    // Without the sum: one kernel writing one full-size output.
+    let y = chain8(&x);
+    let want = reference::evaluate(&y);
+    stats::reset();
+    let got = y.to_vec();
+    let ran = stats::get();
+    assert_eq!(
+        (ran.kernels, ran.ops_fused, ran.bytes_allocated),
+        (1, 8, 3000 * 4),
+        "{ran:?}"
+    );
+    assert_matches_reference(&got, &want);
+}
+
+#[test]
+fn a_realized_graph_frees_its_inputs() {
+    let _serial = serial();
+    let base = nodes_alive();
+    let x = ramp(12, &[3, 4]);
+    let y = x.unary(UnaryOp::Exp); // 1 node
+    let z = y.add(&y).permute(&[1, 0]).mul(&x.permute(&[1, 0])); // 2 nodes
+    let total = z.sum(&[1]); // 1 node
+    assert_eq!(nodes_alive(), base + 5);
+    drop(y);
+    drop(z);
+    assert_eq!(
+        nodes_alive(),
+        base + 5,
+        "pending consumers keep their inputs alive"
+    );
+    let want = reference::evaluate(&total);
+    total.realize();
+    assert_eq!(
+        nodes_alive(),
+        base + 2,
+        "only the leaf we hold and the result are left"
+    );
+    drop(x);
+    assert_eq!(nodes_alive(), base + 1, "the result does not hold the leaf");
+    assert_matches_reference(&total.to_vec(), &want);
+    drop(total);
+    assert_eq!(nodes_alive(), base);
+
+    // A handle kept to an intermediate keeps that intermediate (and, as it stays pending, its
+    // inputs) alive, but not the rest.
+    let x = ramp(12, &[3, 4]);
+    let kept = x.unary(UnaryOp::Neg); // 1
+    let out = kept.unary(UnaryOp::Exp).sum(&[0]); // 2
+    drop(x);
+    out.realize();
+    assert_eq!(
+        nodes_alive(),
+        base + 3,
+        "out, kept (fused, so still pending) and its leaf"
+    );
+    assert!(!kept.is_realized());
+    drop(kept);
+    assert_eq!(nodes_alive(), base + 1);
+    drop(out);
+    assert_eq!(nodes_alive(), base);
+
+    // Repeated steps over a realized result do not grow the graph (a training loop's shape).
+    let mut w = ramp(16, &[4, 4]);
+    w.realize();
+    let before = nodes_alive();
+    for _ in 0..100 {
+        let g = w.matmul(&w).unary(UnaryOp::Tanh);
+        w = w.sub(&g.mul(&LazyBuffer::full(&[4, 4], 0.01)));
+        w.realize();
+    }
+    assert_eq!(
+        nodes_alive(),
+        before,
+        "a step leaves exactly one node behind, replacing the last"
+    );
+}
+
+#[test]
+fn realizing_twice_runs_nothing_the_second_time() {
+    let _serial = serial();
+    let x = ramp(64, &[8, 8]);
+    let y = chain8(&x).matmul(&x).sum(&[1]);
+    y.realize();
+    stats::reset();
+    y.realize();
+    let first = y.to_vec();
+    let second = y.to_vec();
+    LazyBuffer::realize_all(&[&y, &y]);
+    assert_eq!(stats::get().kernels, 0, "{:?}", stats::get());
+    assert_eq!(first, second);
+    // Views of a realized node read its buffer without running anything either.
+    assert_eq!(y.permute(&[1, 0]).to_vec(), first);
+    assert_eq!(y.reshape(&[2, 4]).to_vec(), first);
+    assert_eq!(stats::get().kernels, 0);
+    // A consumer of a realized node runs only its own kernel.
+    let z = y.add(&y);
+    let want = reference::evaluate(&z);
+    z.to_vec();
+    assert_eq!(stats::get().kernels, 1);
+    assert_matches_reference(&z.to_vec(), &want);
+}
+
+#[test]
+fn a_node_with_two_consumers() {
+    let _serial = serial();
+    let x = ramp(200, &[10, 20]);
+    // Realized together: the shared node is computed once, into its own buffer, and both
+    // consumers read it.
+    let shared = x.unary(UnaryOp::Exp).mul(&x);
+    let a = shared.sum(&[1]);
+    let b = shared.add(&x).permute(&[1, 0]);
+    let (want_a, want_b) = (reference::evaluate(&a), reference::evaluate(&b));
+    stats::reset();
+    LazyBuffer::realize_all(&[&a, &b]);
+    let ran = stats::get();
+    assert_eq!(ran.kernels, 3, "shared, a and b: {ran:?}");
+    assert_eq!(
+        ran.ops_fused,
+        2 + 1 + 1,
+        "exp and mul once, then the sum and the add: {ran:?}"
+    );
+    assert_matches_reference(&a.to_vec(), &want_a);
+    assert_matches_reference(&b.to_vec(), &want_b);
+
+    // Realized one after the other: each consumer fuses the shared ops into its own kernel.
+    let shared = x.unary(UnaryOp::Exp).mul(&x);
+    let a = shared.sum(&[1]);
+    let b = shared.add(&x);
+    let (want_a, want_b) = (reference::evaluate(&a), reference::evaluate(&b));
+    stats::reset();
+    assert_matches_reference(&a.to_vec(), &want_a);
+    assert_eq!(stats::get().kernels, 1);
+    assert_matches_reference(&b.to_vec(), &want_b);
+    assert_eq!(stats::get().kernels, 2);
+    assert!(
+        !shared.is_realized(),
+        "fused both times, never a buffer of its own"
+    );
+
+    // Used twice by one consumer through different views.
+    let y = shared
+        .permute(&[1, 0])
+        .reshape(&[20, 10])
+        .add(&shared.permute(&[1, 0]));
+    let want = reference::evaluate(&y);
+    assert_matches_reference(&y.to_vec(), &want);
+}
+
+#[test]
+fn a_hundred_thousand_op_chain_realizes_and_drops() {
+    let _serial = serial();
+    let base = nodes_alive();
+    const N: usize = 100_000;
+    let one = LazyBuffer::full(&[4], 1.0);
+    let x = LazyBuffer::from_vec(vec![0.0, 1.0, 2.0, -3.0], &[4]).unwrap();
+    // Integers below 2^24: every add is exact.
+    let mut y = x.clone();
+    for i in 0..N {
+        y = if i % 2 == 0 {
+            y.add(&one)
+        } else {
+            y.unary(UnaryOp::Neg).unary(UnaryOp::Neg)
+        };
+    }
+    assert!(nodes_alive() >= base + N);
+    stats::reset();
+    let got = y.to_vec();
+    let adds = N.div_ceil(2) as f32;
+    assert_eq!(got, vec![adds, 1.0 + adds, 2.0 + adds, adds - 3.0]);
+    assert!(stats::get().kernels > 1, "chains are cut into bounded kernels");
+    drop(y);
+    drop((one, x));
+    assert_eq!(nodes_alive(), base);
+
+    // Dropped while still pending: the drop must be iterative too.
+    let mut y = LazyBuffer::full(&[2], 0.5);
+    for _ in 0..N {
+        y = y.unary(UnaryOp::Neg);
+    }
+    drop(y);
+    assert_eq!(nodes_alive(), base);
+
+    // The reference evaluator walks it iteratively as well.
+    let mut y = LazyBuffer::full(&[2], 0.5);
+    for _ in 0..N {
+        y = y.unary(UnaryOp::Neg);
+    }
+    assert_eq!(reference::evaluate(&y), vec![0.5, 0.5]);
+    assert_eq!(y.to_vec(), vec![0.5, 0.5]);
+}

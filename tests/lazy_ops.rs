@@ -1,0 +1,1015 @@
+//! Every operation of the lazy buffer against the f64 reference evaluator, on seeded random inputs
+//! seen through contiguous and non-contiguous views, with scalars, size-1 and zero-size axes; then
+//! bad input, IEEE special values and empty tensors.
+//!
+//! Each test builds its graph, runs `reference::evaluate` first (a realized node drops its inputs),
+//! and only then reads the fast path with `to_vec`.
+//!
+//! Tolerances. `EPS` is `f32::EPSILON` = 2^-23: one ulp of a result `y` is at most `EPS·|y|`, and
+//! the unit roundoff of f32 is `u = EPS / 2`.
+//! * Exact operations (neg, abs, relu, max, min, comparisons, where, every movement op, a copy)
+//!   and correctly rounded ones (+, -, ·, /, sqrt, recip = 1/x) are compared bit for bit with the
+//!   f64 result rounded to f32: for a single such operation on f32 inputs, f64 carries
+//!   53 ≥ 2·24 + 2 bits, so rounding the f64 result to f32 gives the correctly rounded f32 result
+//!   (double rounding is innocuous).
+//! * libm's f32 exp, log, sin, cos, tanh and pow are within 2 ulp (glibc's documented bounds are
+//!   1 ulp, 2 for tanh): `2·EPS·|y|`.
+//! * sigmoid is computed as `1 / (1 + exp(-x))`: exp's ≤ 1 ulp relative error passes through
+//!   `1 + e` damped by `e/(1+e) < 1`, and the add and the divide add `u` each: ≤ `2·EPS` relative;
+//!   we allow `3·EPS·|y|` to cover an exp of up to 2 ulp.
+//! * A sum of `n` terms in any order has error ≤ γ_(n-1)·Σ|x| plus `u·|s|` for the final rounding,
+//!   together ≤ `n·u·Σ|x|`; we allow `n·EPS·Σ|x|` (twice that), with Σ|x| from the reference.
+//! * A matmul output is a dot product of `k` terms accumulated in f32 (with or without FMA):
+//!   ≤ γ_k·Σ|a||b| ≈ `k·u·Σ|a||b|`; we allow `k·EPS·Σ|a||b|`.
+//!
+//! Where the reference is ±inf the fast path must be the same infinity; where it is NaN, NaN.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use teenygrad::Error;
+use teenygrad::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp, reference};
+
+const EPS: f64 = f32::EPSILON as f64;
+
+const UNARY: [UnaryOp; 11] = [
+    UnaryOp::Neg,
+    UnaryOp::Exp,
+    UnaryOp::Log,
+    UnaryOp::Sqrt,
+    UnaryOp::Recip,
+    UnaryOp::Sin,
+    UnaryOp::Cos,
+    UnaryOp::Abs,
+    UnaryOp::Tanh,
+    UnaryOp::Sigmoid,
+    UnaryOp::Relu,
+];
+
+const BINARY: [BinaryOp; 10] = [
+    BinaryOp::Add,
+    BinaryOp::Sub,
+    BinaryOp::Mul,
+    BinaryOp::Div,
+    BinaryOp::Max,
+    BinaryOp::Min,
+    BinaryOp::Pow,
+    BinaryOp::CmpLt,
+    BinaryOp::CmpLe,
+    BinaryOp::CmpEq,
+];
+
+const REDUCE: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min];
+
+/// Shapes every elementwise and reduce test runs over: a scalar, size-1 axes, zero-size axes.
+const SHAPES: [&[usize]; 9] = [
+    &[],
+    &[1],
+    &[7],
+    &[3, 1, 4],
+    &[2, 3, 5],
+    &[1, 1],
+    &[0],
+    &[0, 3],
+    &[2, 0, 3],
+];
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+fn rng(seed: u64) -> StdRng {
+    StdRng::seed_from_u64(seed)
+}
+
+fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// How input values are drawn.
+#[derive(Clone, Copy)]
+enum Values {
+    /// Uniform in `[lo, hi)`.
+    Uniform(f32, f32),
+    /// Integers in `lo..=hi`, so comparisons meet ties.
+    Ints(i32, i32),
+}
+
+impl Values {
+    fn draw(self, rng: &mut StdRng) -> f32 {
+        match self {
+            Values::Uniform(lo, hi) => rng.random_range(lo..hi),
+            Values::Ints(lo, hi) => rng.random_range(lo..=hi) as f32,
+        }
+    }
+}
+
+fn leaf(rng: &mut StdRng, shape: &[usize], values: Values) -> LazyBuffer {
+    let data = (0..numel(shape)).map(|_| values.draw(rng)).collect();
+    LazyBuffer::from_vec(data, shape).unwrap()
+}
+
+/// Buffers of logical shape `shape` seen through different kinds of view onto fresh leaves.
+fn views(rng: &mut StdRng, shape: &[usize], values: Values) -> Vec<(&'static str, LazyBuffer)> {
+    let rank = shape.len();
+    let reversed: Vec<usize> = (0..rank).rev().collect();
+    let mut out = vec![("contiguous", leaf(rng, shape, values))];
+
+    // Reversed axes: the reversal is its own inverse, so permuting a leaf of the reversed shape
+    // gives `shape` with non-row-major strides.
+    let stored: Vec<usize> = reversed.iter().map(|&a| shape[a]).collect();
+    out.push(("permuted", leaf(rng, &stored, values).permute(&reversed)));
+
+    // An interior window: offset and strides of a larger buffer.
+    let big: Vec<usize> = shape.iter().map(|&d| d + 3).collect();
+    let window: Vec<(usize, usize)> = shape.iter().map(|&d| (1, 1 + d)).collect();
+    out.push(("shrunk", leaf(rng, &big, values).shrink(&window)));
+
+    // Zeros around a smaller leaf.
+    let pads: Vec<(usize, usize)> = shape.iter().map(|&d| (d / 3, d / 4)).collect();
+    let inner: Vec<usize> = shape.iter().zip(&pads).map(|(&d, &(b, a))| d - b - a).collect();
+    out.push(("padded", leaf(rng, &inner, values).pad(&pads)));
+
+    // Every other axis broadcast from size 1 (stride 0).
+    let narrow: Vec<usize> = shape
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| if i % 2 == 0 { 1 } else { d })
+        .collect();
+    out.push(("expanded", leaf(rng, &narrow, values).expand(shape)));
+
+    // All at once: permuted storage, padded by one on each side, then a window that keeps the
+    // leading pad row and drops the trailing ones (mask, negative offset, reversed strides).
+    let grown: Vec<usize> = shape.iter().map(|&d| d + 1).collect();
+    let stored: Vec<usize> = reversed.iter().map(|&a| grown[a]).collect();
+    let window: Vec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
+    let mixed = leaf(rng, &stored, values)
+        .permute(&reversed)
+        .pad(&vec![(1, 1); rank])
+        .shrink(&window);
+    out.push(("permuted+padded+shrunk", mixed));
+    for (name, buffer) in &out {
+        assert_eq!(buffer.shape(), shape, "view {name}");
+    }
+    out
+}
+
+/// Fast `got` against reference `want`: equal (including infinities), both NaN, or within `tol(i)`.
+fn assert_close(what: &str, got: &[f32], want: &[f64], tol: impl Fn(usize) -> f64) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() {
+            g.is_nan()
+        } else {
+            g as f64 == w || (g as f64 - w).abs() <= tol(i)
+        };
+        assert!(
+            ok,
+            "{what}: element {i}: fast {g}, reference {w}, tolerance {:e}",
+            tol(i)
+        );
+    }
+}
+
+/// Fast `got` bit for bit equal to the reference rounded to f32 (any NaN matches any NaN).
+fn assert_exact(what: &str, got: &[f32], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let w32 = w as f32;
+        let ok = if w.is_nan() {
+            g.is_nan()
+        } else {
+            g.to_bits() == w32.to_bits()
+        };
+        assert!(
+            ok,
+            "{what}: element {i}: fast {g:?}, reference {w:?} (as f32 {w32:?})"
+        );
+    }
+}
+
+/// Compares `y` with the reference: reference first, then the fast path.
+fn check_exact(what: &str, y: &LazyBuffer) {
+    let want = reference::evaluate(y);
+    assert_exact(what, &y.to_vec(), &want);
+}
+
+/// Relative tolerance in units of `EPS`, `None` for an exact comparison.
+fn unary_ulps(op: UnaryOp) -> Option<f64> {
+    match op {
+        UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Sqrt | UnaryOp::Recip => None,
+        UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tanh => Some(2.0),
+        UnaryOp::Sigmoid => Some(3.0),
+    }
+}
+
+fn binary_ulps(op: BinaryOp) -> Option<f64> {
+    match op {
+        BinaryOp::Pow => Some(2.0),
+        _ => None,
+    }
+}
+
+fn check_relative(what: &str, y: &LazyBuffer, ulps: Option<f64>) {
+    let want = reference::evaluate(y);
+    let got = y.to_vec();
+    match ulps {
+        None => assert_exact(what, &got, &want),
+        Some(ulps) => assert_close(what, &got, &want, |i| ulps * EPS * want[i].abs()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise
+
+#[test]
+fn unary_ops_through_every_view() {
+    let mut rng = rng(1);
+    for op in UNARY {
+        // [-3, 3): negatives give NaN for log and sqrt on both paths; padding gives zeros, so
+        // log(0) = -inf and recip(0) = inf appear too.
+        for shape in SHAPES {
+            for (name, x) in views(&mut rng, shape, Values::Uniform(-3.0, 3.0)) {
+                let what = format!("{op:?} of {name} {shape:?}");
+                check_relative(&what, &x.unary(op), unary_ulps(op));
+            }
+        }
+    }
+}
+
+#[test]
+fn binary_ops_through_every_view_pairing() {
+    let mut rng = rng(2);
+    for op in BINARY {
+        let values = match op {
+            // Integer values make ties, where comparisons, max and min are most interesting.
+            BinaryOp::CmpLt | BinaryOp::CmpLe | BinaryOp::CmpEq | BinaryOp::Max | BinaryOp::Min => {
+                Values::Ints(-2, 2)
+            }
+            // Positive bases keep pow real; padding still adds 0^b.
+            BinaryOp::Pow => Values::Uniform(0.05, 3.0),
+            _ => Values::Uniform(-3.0, 3.0),
+        };
+        for shape in SHAPES {
+            let lhs = views(&mut rng, shape, values);
+            let rhs = views(&mut rng, shape, values);
+            // Each left view against each right view.
+            for (ln, a) in &lhs {
+                for (rn, b) in &rhs {
+                    let what = format!("{op:?} of {ln} and {rn} {shape:?}");
+                    check_relative(&what, &a.binary(op, b), binary_ulps(op));
+                }
+            }
+            // An operand used twice.
+            let (_, a) = &lhs[1];
+            check_relative(
+                &format!("{op:?} of x with itself {shape:?}"),
+                &a.binary(op, a),
+                binary_ulps(op),
+            );
+        }
+    }
+}
+
+#[test]
+fn where_through_every_view() {
+    let mut rng = rng(3);
+    for shape in SHAPES {
+        let conds = views(&mut rng, shape, Values::Ints(-1, 1));
+        let a = views(&mut rng, shape, Values::Uniform(-3.0, 3.0));
+        let b = views(&mut rng, shape, Values::Uniform(-3.0, 3.0));
+        for (i, (cn, c)) in conds.iter().enumerate() {
+            let (an, x) = &a[i];
+            let (bn, y) = &b[(i + 2) % b.len()];
+            check_exact(&format!("where({cn}, {an}, {bn}) {shape:?}"), &c.where_(x, y));
+        }
+    }
+}
+
+#[test]
+fn fused_elementwise_chain_of_exact_ops() {
+    // On small integers every step is exact in f32, so the fused kernel must match the reference
+    // bit for bit, through every kind of input view.
+    let mut rng = rng(4);
+    for shape in SHAPES {
+        for (name, x) in views(&mut rng, shape, Values::Ints(-8, 8)) {
+            let two = LazyBuffer::full(shape, 2.0);
+            let y = x
+                .mul(&two)
+                .add(&x)
+                .unary(UnaryOp::Neg)
+                .binary(BinaryOp::Max, &x.unary(UnaryOp::Abs))
+                .sub(&x)
+                .unary(UnaryOp::Relu)
+                .where_(&x, &two);
+            check_exact(&format!("exact chain over {name} {shape:?}"), &y);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions
+
+/// No axes, each single axis, the first two, the first and last, all.
+fn axis_sets(rank: usize) -> Vec<Vec<usize>> {
+    let mut sets = vec![vec![]];
+    sets.extend((0..rank).map(|a| vec![a]));
+    if rank >= 2 {
+        sets.push(vec![0, 1]);
+    }
+    if rank >= 3 {
+        sets.push(vec![0, rank - 1]);
+    }
+    if rank >= 1 {
+        sets.push((0..rank).collect());
+    }
+    sets
+}
+
+/// Checks `x.reduce(op, axes)` with the tolerance of the op: exact for max and min, the `n`-term
+/// bound `n·EPS·Σ|x|` for sum.
+fn check_reduce(what: &str, x: &LazyBuffer, op: ReduceOp, axes: &[usize]) {
+    let y = x.reduce(op, axes);
+    let want = reference::evaluate(&y);
+    let magnitude = reference::evaluate(&x.unary(UnaryOp::Abs).sum(axes));
+    let n: usize = axes.iter().map(|&a| x.shape()[a]).product();
+    let got = y.to_vec();
+    let mut expected_shape = x.shape().to_vec();
+    axes.iter().for_each(|&a| expected_shape[a] = 1);
+    assert_eq!(y.shape(), expected_shape, "{what}: shape");
+    match op {
+        ReduceOp::Sum => assert_close(what, &got, &want, |i| n as f64 * EPS * magnitude[i]),
+        ReduceOp::Max | ReduceOp::Min => assert_exact(what, &got, &want),
+    }
+}
+
+#[test]
+fn reductions_over_every_axis_set_and_view() {
+    let mut rng = rng(5);
+    for op in REDUCE {
+        for shape in SHAPES {
+            for (name, x) in views(&mut rng, shape, Values::Uniform(-3.0, 3.0)) {
+                for axes in axis_sets(shape.len()) {
+                    check_reduce(
+                        &format!("{op:?} over {axes:?} of {name} {shape:?}"),
+                        &x,
+                        op,
+                        &axes,
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn reductions_spanning_many_blocks() {
+    // Larger than the kernels' block, so partial results cross block boundaries, and through
+    // strided views so the reduced axis is not the innermost in memory.
+    let mut rng = rng(6);
+    for shape in [&[3usize, 3001][..], &[2, 50, 70], &[10_007]] {
+        for (name, x) in views(&mut rng, shape, Values::Uniform(-3.0, 3.0)) {
+            for op in REDUCE {
+                for axes in axis_sets(shape.len()) {
+                    check_reduce(
+                        &format!("{op:?} over {axes:?} of {name} {shape:?}"),
+                        &x,
+                        op,
+                        &axes,
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn reduction_of_a_fused_chain() {
+    // exp and the sum run in one kernel; exp has ≤ 2 ulp error, so each term carries relative
+    // error ≤ 2·EPS on top of the n-term sum bound: (n + 2)·EPS·Σ|exp x|.
+    let mut rng = rng(7);
+    for (name, x) in views(&mut rng, &[4, 300], Values::Uniform(-2.0, 2.0)) {
+        for axes in axis_sets(2) {
+            let e = x.unary(UnaryOp::Exp);
+            let y = e.sum(&axes);
+            let want = reference::evaluate(&y);
+            let magnitude = reference::evaluate(&e.unary(UnaryOp::Abs).sum(&axes));
+            let n: usize = axes.iter().map(|&a| x.shape()[a]).product();
+            let got = y.to_vec();
+            assert_close(&format!("sum of exp over {axes:?} of {name}"), &got, &want, |i| {
+                (n + 2) as f64 * EPS * magnitude[i]
+            });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matmul
+
+/// `a [.., m, k] · b [.., k, n]` checked with `k·EPS·Σ|a||b|` per output.
+fn check_matmul(what: &str, a: &LazyBuffer, b: &LazyBuffer) {
+    let y = a.matmul(b);
+    let want = reference::evaluate(&y);
+    let magnitude = reference::evaluate(&a.unary(UnaryOp::Abs).matmul(&b.unary(UnaryOp::Abs)));
+    let k = a.shape()[a.shape().len() - 1];
+    let got = y.to_vec();
+    assert_close(what, &got, &want, |i| k as f64 * EPS * magnitude[i]);
+}
+
+fn swap_last_two(rank: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..rank).collect();
+    order.swap(rank - 1, rank - 2);
+    order
+}
+
+#[test]
+fn matmul_layouts_and_shapes() {
+    let mut rng = rng(8);
+    let v = Values::Uniform(-2.0, 2.0);
+    let cases: [(&[usize], usize, usize, usize); 11] = [
+        (&[], 1, 1, 1),
+        (&[], 3, 4, 5),
+        (&[], 1, 7, 1),
+        (&[], 5, 1, 3),
+        (&[], 17, 33, 9),
+        (&[], 64, 70, 65),
+        (&[2], 3, 4, 5),
+        (&[2, 3], 4, 2, 3),
+        (&[1, 2], 1, 5, 1),
+        (&[], 0, 3, 2),
+        (&[], 3, 0, 2),
+    ];
+    for (batch, m, k, n) in cases {
+        let shape = |r: usize, c: usize| [batch, &[r, c]].concat();
+        let rank = batch.len() + 2;
+        let t = swap_last_two(rank);
+        let what = |layout: &str| format!("{layout} {batch:?} {m}x{k}x{n}");
+
+        let (a, b) = (leaf(&mut rng, &shape(m, k), v), leaf(&mut rng, &shape(k, n), v));
+        check_matmul(&what("plain"), &a, &b);
+        // Transposed operands: leaves stored [.., k, m] and [.., n, k], read through a permute.
+        let at = leaf(&mut rng, &shape(k, m), v).permute(&t);
+        let bt = leaf(&mut rng, &shape(n, k), v).permute(&t);
+        check_matmul(&what("a transposed"), &at, &b);
+        check_matmul(&what("b transposed"), &a, &bt);
+        check_matmul(&what("both transposed"), &at, &bt);
+        // Windows of larger buffers (offsets, row strides longer than the row).
+        let window = |r: usize, c: usize| {
+            let big = [
+                batch.iter().map(|&d| d + 1).collect::<Vec<_>>(),
+                vec![r + 2, c + 3],
+            ]
+            .concat();
+            let mut ranges: Vec<(usize, usize)> = batch.iter().map(|&d| (1, 1 + d)).collect();
+            ranges.extend([(1, 1 + r), (2, 2 + c)]);
+            (big, ranges)
+        };
+        let (big, ranges) = window(m, k);
+        let aw = leaf(&mut rng, &big, v).shrink(&ranges);
+        let (big, ranges) = window(k, n);
+        let bw = leaf(&mut rng, &big, v).shrink(&ranges);
+        check_matmul(&what("shrunk operands"), &aw, &bw);
+        // Padded operands (copied out before sgemm): zero rows and columns.
+        let mut pads = vec![(0, 0); batch.len()];
+        pads.extend([(1, 0), (0, 2)]);
+        let ap = leaf(&mut rng, &shape(m, k), v).pad(&pads);
+        let bp = leaf(&mut rng, &shape(k + 2, n + 1), v);
+        check_matmul(&what("padded a"), &ap, &bp);
+        // Pending operands: elementwise producers are realized before the product.
+        let ae = a.mul(&a).sub(&a);
+        let be = bt.unary(UnaryOp::Neg);
+        check_matmul(&what("pending operands"), &ae, &be);
+        // Matmul of a matmul (x xᵀ) x.
+        let xxt = a.matmul(&a.permute(&t));
+        check_matmul(&what("product of a product"), &xxt, &a);
+    }
+}
+
+#[test]
+fn matmul_with_broadcast_batch() {
+    // One [m, k] matrix expanded across a batch (stride 0 batch axis) times a batched b.
+    let mut rng = rng(9);
+    let v = Values::Uniform(-2.0, 2.0);
+    let a = leaf(&mut rng, &[1, 4, 3], v).expand(&[5, 4, 3]);
+    let b = leaf(&mut rng, &[5, 3, 6], v);
+    check_matmul("expanded a", &a, &b);
+    let b1 = leaf(&mut rng, &[3, 6], v).expand(&[5, 3, 6]);
+    check_matmul("expanded b (rank-lifted)", &a, &b1);
+    // An expanded column: every k step reads the same element.
+    let col = leaf(&mut rng, &[4, 1], v).expand(&[4, 9]);
+    let c = leaf(&mut rng, &[9, 2], v);
+    check_matmul("expanded inner axis", &col, &c);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Movement and copies (exact)
+
+#[derive(Clone, Debug)]
+enum Move {
+    Reshape(Vec<usize>),
+    Permute(Vec<usize>),
+    Expand(Vec<usize>),
+    Pad(Vec<(usize, usize)>),
+    Shrink(Vec<(usize, usize)>),
+    Contiguous,
+}
+
+fn apply(x: &LazyBuffer, moves: &[Move]) -> LazyBuffer {
+    moves.iter().fold(x.clone(), |x, m| match m {
+        Move::Reshape(s) => x.reshape(s),
+        Move::Permute(o) => x.permute(o),
+        Move::Expand(s) => x.expand(s),
+        Move::Pad(p) => x.pad(p),
+        Move::Shrink(r) => x.shrink(r),
+        Move::Contiguous => x.contiguous(),
+    })
+}
+
+fn movement_chains() -> Vec<(Vec<usize>, Vec<Move>)> {
+    use Move::*;
+    vec![
+        (vec![2, 3, 4], vec![Permute(vec![2, 0, 1])]),
+        (
+            vec![2, 3, 4],
+            vec![Reshape(vec![6, 4]), Reshape(vec![4, 6]), Reshape(vec![24])],
+        ),
+        // A permute then a reshape that merges the permuted axes needs a copy.
+        (vec![2, 3, 4], vec![Permute(vec![1, 0, 2]), Reshape(vec![6, 4])]),
+        (vec![2, 3, 4], vec![Permute(vec![2, 1, 0]), Reshape(vec![24])]),
+        (
+            vec![2, 3, 4],
+            vec![Permute(vec![0, 2, 1]), Reshape(vec![2, 4, 1, 3])],
+        ),
+        (vec![3, 1, 4], vec![Expand(vec![3, 5, 4])]),
+        (vec![4], vec![Expand(vec![2, 3, 4]), Permute(vec![2, 0, 1])]),
+        (vec![3, 1], vec![Expand(vec![3, 4]), Reshape(vec![12])]),
+        (vec![3, 1], vec![Expand(vec![3, 4]), Reshape(vec![3, 2, 2])]),
+        (vec![2, 3, 4], vec![Pad(vec![(1, 2), (0, 1), (2, 0)])]),
+        (vec![2, 3, 4], vec![Shrink(vec![(1, 2), (0, 3), (1, 3)])]),
+        // Into and out of the padding.
+        (
+            vec![3, 4],
+            vec![Pad(vec![(2, 1), (1, 1)]), Shrink(vec![(1, 4), (0, 3)])],
+        ),
+        (
+            vec![3, 4],
+            vec![Shrink(vec![(1, 3), (1, 2)]), Pad(vec![(0, 2), (3, 0)])],
+        ),
+        (
+            vec![3, 4],
+            vec![Pad(vec![(1, 0), (0, 1)]), Pad(vec![(0, 1), (2, 0)])],
+        ),
+        // Padded then reshaped: adding unit axes keeps the view, merging copies.
+        (
+            vec![3, 4],
+            vec![Pad(vec![(1, 1), (0, 0)]), Reshape(vec![1, 5, 1, 4])],
+        ),
+        (vec![3, 4], vec![Pad(vec![(1, 1), (0, 1)]), Reshape(vec![25])]),
+        (
+            vec![3, 4],
+            vec![
+                Pad(vec![(0, 0), (1, 1)]),
+                Permute(vec![1, 0]),
+                Reshape(vec![2, 9]),
+            ],
+        ),
+        (vec![3, 1], vec![Pad(vec![(1, 0), (0, 0)]), Expand(vec![4, 3])]),
+        (
+            vec![3, 1],
+            vec![
+                Pad(vec![(0, 0), (1, 0)]),
+                Shrink(vec![(0, 3), (0, 1)]),
+                Expand(vec![3, 5]),
+            ],
+        ),
+        (
+            vec![2, 3],
+            vec![Permute(vec![1, 0]), Contiguous, Reshape(vec![6])],
+        ),
+        (vec![2, 3], vec![Contiguous]),
+        // Windows, then expanded again.
+        (
+            vec![4, 1, 6],
+            vec![
+                Shrink(vec![(1, 3), (0, 1), (2, 5)]),
+                Expand(vec![2, 3, 3]),
+                Permute(vec![1, 2, 0]),
+            ],
+        ),
+        // Scalars.
+        (vec![], vec![Reshape(vec![1, 1]), Expand(vec![2, 3])]),
+        (vec![], vec![Expand(vec![4]), Pad(vec![(1, 1)])]),
+        (vec![1, 1], vec![Reshape(vec![])]),
+        (
+            vec![1],
+            vec![Pad(vec![(2, 0)]), Shrink(vec![(2, 3)]), Reshape(vec![])],
+        ),
+        // Zero-size axes.
+        (vec![0, 3], vec![Reshape(vec![3, 0]), Permute(vec![1, 0])]),
+        (vec![0, 3], vec![Pad(vec![(2, 0), (0, 1)])]),
+        (vec![2, 3], vec![Shrink(vec![(1, 1), (0, 3)])]),
+        (vec![2, 3], vec![Shrink(vec![(1, 1), (0, 3)]), Reshape(vec![0])]),
+        (
+            vec![2, 3],
+            vec![Shrink(vec![(0, 2), (2, 2)]), Pad(vec![(0, 0), (1, 1)])],
+        ),
+        (vec![0, 1], vec![Expand(vec![0, 4])]),
+        (vec![3, 0], vec![Permute(vec![1, 0]), Contiguous]),
+    ]
+}
+
+#[test]
+fn movement_chains_are_exact() {
+    let mut rng = rng(10);
+    for (shape, moves) in movement_chains() {
+        let x = leaf(&mut rng, &shape, Values::Uniform(-3.0, 3.0));
+        let what = format!("{moves:?} of {shape:?}");
+        // On a realized leaf, on a pending node, and feeding a consumer (the view composes into
+        // the consumer's kernel or forces its producer to a buffer).
+        let on_leaf = apply(&x, &moves);
+        check_exact(&format!("{what} of a leaf"), &on_leaf);
+        let on_pending = apply(&x.unary(UnaryOp::Neg), &moves);
+        check_exact(&format!("{what} of a pending node"), &on_pending);
+        let doubled = apply(&x.add(&x), &moves);
+        let consumed = doubled.add(&doubled).unary(UnaryOp::Neg);
+        check_exact(&format!("{what} consumed"), &consumed);
+    }
+}
+
+#[test]
+fn padding_of_a_pending_node_reads_as_zero() {
+    // A consumer that fuses a padded pending node must see +0 in the padding, not the op applied
+    // to the padding (exp(0) = 1, recip(0) = inf, neg(0) = -0, 0^0 = 1, ...). Tolerances as for a
+    // single op of each kind: an add of two equal values, a max and a pad are exact, so the
+    // single op's own bound carries over (scaled by 2 for the doubling, which is exact).
+    let mut rng = rng(13);
+    let x = leaf(&mut rng, &[3, 4], Values::Uniform(0.25, 2.0));
+    let z = leaf(&mut rng, &[3, 4], Values::Uniform(0.25, 2.0));
+    let mut cases: Vec<(String, LazyBuffer, Option<f64>)> = UNARY
+        .iter()
+        .map(|&op| (format!("{op:?}"), x.unary(op), unary_ulps(op)))
+        .collect();
+    cases.extend(
+        BINARY
+            .iter()
+            .map(|&op| (format!("{op:?}"), x.binary(op, &z), binary_ulps(op))),
+    );
+    cases.push((
+        "where".into(),
+        x.where_(&z, &LazyBuffer::full(&[3, 4], 5.0)),
+        None,
+    ));
+    for (name, y, ulps) in cases {
+        let padded = y.pad(&[(1, 2), (2, 0)]);
+        // Consumed elementwise, padded twice, and reduced.
+        let doubled = padded.add(&padded);
+        let twice = y
+            .pad(&[(1, 0), (0, 1)])
+            .unary(UnaryOp::Neg)
+            .pad(&[(0, 1), (1, 1)]);
+        let twice = twice.binary(BinaryOp::Max, &twice);
+        for (what, out) in [("doubled", &doubled), ("padded twice", &twice)] {
+            check_relative(&format!("{name} padded, {what}"), out, ulps);
+        }
+        // The padding adds exact zeros, so the sum's bound is that of the unpadded values plus the
+        // op's own relative error on each term.
+        let sum = padded.sum(&[0, 1]);
+        let want = reference::evaluate(&sum);
+        let magnitude = reference::evaluate(&padded.unary(UnaryOp::Abs).sum(&[0, 1]));
+        let n = 12.0 + ulps.unwrap_or(0.0);
+        assert_close(&format!("{name} padded, summed"), &sum.to_vec(), &want, |i| {
+            n * EPS * magnitude[i]
+        });
+    }
+}
+
+#[test]
+fn views_of_views_across_realized_and_pending_nodes() {
+    // The same pending node seen through several views by one consumer, each composing
+    // differently with the node's own input views.
+    let mut rng = rng(11);
+    let x = leaf(&mut rng, &[4, 6], Values::Ints(-9, 9));
+    let p = x.permute(&[1, 0]).add(&x.permute(&[1, 0])); // [6, 4], pending
+    let a = p.shrink(&[(1, 5), (0, 4)]); // [4, 4]
+    let b = p.permute(&[1, 0]).shrink(&[(0, 4), (2, 6)]); // [4, 4]
+    let c = p
+        .reshape(&[2, 3, 4])
+        .shrink(&[(1, 2), (0, 3), (0, 4)])
+        .pad(&[(0, 0), (1, 0), (0, 0)]); // [1, 4, 4]
+    let y = a.add(&b).sub(&c.reshape(&[4, 4]));
+    check_exact("three views of one pending node", &y);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input, IEEE special values, empty tensors
+
+#[test]
+fn from_vec_with_the_wrong_length_names_both_lengths() {
+    let err = LazyBuffer::from_vec(vec![1.0; 5], &[2, 3]).unwrap_err();
+    assert_eq!(
+        err,
+        Error::LengthMismatch {
+            shape: vec![2, 3],
+            expected: 6,
+            got: 5
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains('5') && text.contains('6') && text.contains("[2, 3]"),
+        "{text}"
+    );
+    let err = LazyBuffer::from_vec(vec![], &[]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::LengthMismatch {
+                expected: 1,
+                got: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(LazyBuffer::from_vec(vec![], &[3, 0]).is_ok());
+    assert!(LazyBuffer::from_vec(vec![1.0], &[]).is_ok());
+}
+
+fn lb(values: &[f32]) -> LazyBuffer {
+    LazyBuffer::from_vec(values.to_vec(), &[values.len()]).unwrap()
+}
+
+/// Runs `y` as a kernel (it is pending) and checks every element against the rule's values,
+/// bit for bit (any NaN for NaN), and against the reference evaluator.
+fn check_rule(rule: &str, y: &LazyBuffer, expected: &[f32]) {
+    assert!(!y.is_realized(), "{rule}: must run through a kernel");
+    let want = reference::evaluate(y);
+    let got = y.to_vec();
+    assert_exact(&format!("{rule} (reference)"), &got, &want);
+    let expected: Vec<f64> = expected.iter().map(|&e| e as f64).collect();
+    assert_exact(rule, &got, &expected);
+}
+
+#[test]
+fn ieee_rules_of_elementwise_ops() {
+    let (nan, inf) = (f32::NAN, f32::INFINITY);
+    let x = lb(&[0.0, -0.0, -1.0, nan, inf, -inf, 2.0]);
+    check_rule(
+        "log(0) = -inf, log(-1) = NaN",
+        &x.unary(UnaryOp::Log),
+        &[-inf, -inf, nan, nan, inf, nan, 2f32.ln()],
+    );
+    check_rule(
+        "recip(0) = inf",
+        &x.unary(UnaryOp::Recip),
+        &[inf, -inf, -1.0, nan, 0.0, -0.0, 0.5],
+    );
+    check_rule(
+        "sqrt(-1) = NaN",
+        &x.unary(UnaryOp::Sqrt),
+        &[0.0, -0.0, nan, nan, inf, nan, 2f32.sqrt()],
+    );
+    check_rule(
+        "relu: NaN stays NaN",
+        &x.unary(UnaryOp::Relu),
+        &[0.0, -0.0, 0.0, nan, inf, 0.0, 2.0],
+    );
+    // exp(-1) and exp(2) as f64 rounded to f32: the engine's exp is within 1 ulp, here exact.
+    let (em1, e2) = ((-1f64).exp() as f32, 2f64.exp() as f32);
+    check_rule(
+        "exp(±inf)",
+        &x.unary(UnaryOp::Exp),
+        &[1.0, 1.0, em1, nan, inf, 0.0, e2],
+    );
+    check_rule(
+        "neg propagates NaN",
+        &x.unary(UnaryOp::Neg),
+        &[-0.0, 0.0, 1.0, nan, -inf, inf, -2.0],
+    );
+    check_rule(
+        "sigmoid saturates",
+        &lb(&[-1000.0, 1000.0, nan, -inf, inf]).unary(UnaryOp::Sigmoid),
+        &[0.0, 1.0, nan, 0.0, 1.0],
+    );
+
+    // NaN propagates through arithmetic, max and min, from either side.
+    let a = lb(&[nan, 1.0, nan, inf, inf, 0.0]);
+    let b = lb(&[1.0, nan, nan, -inf, inf, 0.0]);
+    check_rule("add", &a.add(&b), &[nan, nan, nan, nan, inf, 0.0]);
+    check_rule("sub", &a.sub(&b), &[nan, nan, nan, inf, nan, 0.0]);
+    check_rule("mul", &a.mul(&b), &[nan, nan, nan, -inf, inf, 0.0]);
+    check_rule("div", &a.div(&b), &[nan, nan, nan, nan, nan, nan]);
+    check_rule(
+        "max: NaN if either is NaN",
+        &a.binary(BinaryOp::Max, &b),
+        &[nan, nan, nan, inf, inf, 0.0],
+    );
+    check_rule(
+        "min: NaN if either is NaN",
+        &a.binary(BinaryOp::Min, &b),
+        &[nan, nan, nan, -inf, inf, 0.0],
+    );
+    // Comparisons with NaN are false.
+    check_rule(
+        "lt",
+        &a.binary(BinaryOp::CmpLt, &b),
+        &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    );
+    check_rule(
+        "le",
+        &a.binary(BinaryOp::CmpLe, &b),
+        &[0.0, 0.0, 0.0, 0.0, 1.0, 1.0],
+    );
+    check_rule(
+        "eq: NaN != NaN",
+        &a.binary(BinaryOp::CmpEq, &b),
+        &[0.0, 0.0, 0.0, 0.0, 1.0, 1.0],
+    );
+    check_rule(
+        "gt via lt swapped",
+        &b.binary(BinaryOp::CmpLt, &a),
+        &[0.0, 0.0, 0.0, 1.0, 0.0, 0.0],
+    );
+    // where selects on `cond != 0`: NaN is not 0, -0 is.
+    let cond = lb(&[nan, -0.0, 0.0, 1.0, -inf, 0.5]);
+    let one = LazyBuffer::full(&[6], 1.0);
+    let two = LazyBuffer::full(&[6], 2.0);
+    check_rule(
+        "where: NaN != 0 selects a, -0 == 0 selects b",
+        &cond.where_(&one, &two),
+        &[1.0, 2.0, 2.0, 1.0, 1.0, 1.0],
+    );
+}
+
+#[test]
+fn ieee_rules_of_reductions() {
+    let (nan, inf) = (f32::NAN, f32::INFINITY);
+    // Each row is one case; the documented results per row.
+    let rows: [[f32; 4]; 5] = [
+        [inf, -inf, 1.0, 2.0],
+        [1.0, nan, 3.0, -2.0],
+        [inf, 1.0, inf, 0.0],
+        [-inf, -inf, -1.0, 5.0],
+        [nan, inf, -inf, 1.0],
+    ];
+    let x = LazyBuffer::from_vec(rows.concat(), &[5, 4]).unwrap();
+    check_rule(
+        "sum: inf + -inf = NaN, NaN propagates",
+        &x.sum(&[1]),
+        &[nan, nan, inf, -inf, nan],
+    );
+    check_rule("max: NaN propagates", &x.max(&[1]), &[inf, nan, inf, 5.0, nan]);
+    check_rule(
+        "min: NaN propagates",
+        &x.reduce(ReduceOp::Min, &[1]),
+        &[-inf, nan, 0.0, -inf, nan],
+    );
+    // Fused with an elementwise op, and with the NaN far from the start of a long reduction (its
+    // own block), before and after larger values.
+    let mut long = vec![1.0f32; 5000];
+    long[4000] = nan;
+    long[4500] = 7.0;
+    long[10] = 9.0;
+    let l = LazyBuffer::from_vec(long, &[5000]).unwrap();
+    check_rule(
+        "max over blocks keeps a late NaN",
+        &l.unary(UnaryOp::Abs).max(&[0]),
+        &[nan],
+    );
+    check_rule(
+        "min over blocks keeps a late NaN",
+        &l.unary(UnaryOp::Neg).reduce(ReduceOp::Min, &[0]),
+        &[nan],
+    );
+    check_rule("sum over blocks keeps a late NaN", &l.add(&l).sum(&[0]), &[nan]);
+    let mut split = vec![0.5f32; 5000];
+    split[3] = inf;
+    split[4990] = -inf;
+    let s = LazyBuffer::from_vec(split, &[5000]).unwrap();
+    check_rule(
+        "sum: inf and -inf in different blocks",
+        &s.mul(&s.unary(UnaryOp::Abs)).sum(&[0]),
+        &[nan],
+    );
+    check_rule("max: -inf and inf", &s.max(&[0]), &[inf]);
+}
+
+#[test]
+fn reductions_over_empty_axes_give_the_identity() {
+    // Sum 0, max -inf, min +inf; the output keeps the non-empty axes.
+    let x = LazyBuffer::from_vec(vec![], &[3, 0]).unwrap();
+    let inf = f32::INFINITY;
+    check_rule("sum over an empty axis", &x.sum(&[1]), &[0.0; 3]);
+    check_rule("max over an empty axis", &x.max(&[1]), &[-inf; 3]);
+    check_rule(
+        "min over an empty axis",
+        &x.reduce(ReduceOp::Min, &[1]),
+        &[inf; 3],
+    );
+    check_rule("sum over all of an empty tensor", &x.sum(&[0, 1]), &[0.0]);
+    check_rule("max over all of an empty tensor", &x.max(&[0, 1]), &[-inf]);
+    // Over the non-empty axis: still empty.
+    let y = x.sum(&[0]);
+    assert_eq!(y.shape(), &[1, 0]);
+    assert_eq!(y.to_vec(), Vec::<f32>::new());
+    // Through a fused chain and a strided view.
+    let z = LazyBuffer::from_vec(vec![], &[0, 4])
+        .unwrap()
+        .permute(&[1, 0])
+        .unary(UnaryOp::Exp);
+    check_rule("fused exp then sum over an empty axis", &z.sum(&[1]), &[0.0; 4]);
+    check_rule("fused exp then max over an empty axis", &z.max(&[1]), &[-inf; 4]);
+}
+
+#[test]
+fn empty_tensors_through_every_op() {
+    let e = LazyBuffer::from_vec(vec![], &[2, 0, 3]).unwrap();
+    let f = LazyBuffer::from_vec(vec![], &[2, 0, 3]).unwrap();
+    let empty = |what: &str, y: LazyBuffer, shape: &[usize]| {
+        assert_eq!(y.shape(), shape, "{what}: shape");
+        let want = reference::evaluate(&y);
+        let got = y.to_vec();
+        assert_exact(what, &got, &want);
+        assert_eq!(got.len(), numel(shape), "{what}");
+    };
+    for op in UNARY {
+        empty(&format!("{op:?}"), e.unary(op), &[2, 0, 3]);
+    }
+    for op in BINARY {
+        empty(&format!("{op:?}"), e.binary(op, &f), &[2, 0, 3]);
+    }
+    empty("where", e.where_(&f, &e), &[2, 0, 3]);
+    for op in REDUCE {
+        for axes in axis_sets(3) {
+            let mut shape = vec![2, 0, 3];
+            axes.iter().for_each(|&a| shape[a] = 1);
+            empty(&format!("{op:?} over {axes:?}"), e.reduce(op, &axes), &shape);
+        }
+    }
+    // Matmul: m = 0 and n = 0 give empty outputs; k = 0 gives zeros.
+    let a = LazyBuffer::from_vec(vec![], &[0, 3]).unwrap();
+    let b = LazyBuffer::from_vec(vec![1.0; 6], &[3, 2]).unwrap();
+    empty("matmul m = 0", a.matmul(&b), &[0, 2]);
+    empty(
+        "matmul n = 0",
+        b.permute(&[1, 0])
+            .matmul(&LazyBuffer::from_vec(vec![], &[3, 0]).unwrap()),
+        &[2, 0],
+    );
+    let k0 = LazyBuffer::from_vec(vec![], &[2, 0]).unwrap();
+    let k0b = LazyBuffer::from_vec(vec![], &[0, 3]).unwrap();
+    empty("matmul k = 0", k0.matmul(&k0b), &[2, 3]);
+    empty(
+        "batched matmul with an empty batch",
+        e.permute(&[1, 0, 2])
+            .matmul(&LazyBuffer::from_vec(vec![], &[0, 3, 1]).unwrap()),
+        &[0, 2, 1],
+    );
+    // Movement.
+    empty("reshape", e.reshape(&[0, 6]), &[0, 6]);
+    empty("permute", e.permute(&[2, 1, 0]), &[3, 0, 2]);
+    empty(
+        "expand",
+        LazyBuffer::from_vec(vec![], &[0, 1]).unwrap().expand(&[0, 5]),
+        &[0, 5],
+    );
+    empty("pad other axes", e.pad(&[(1, 1), (0, 0), (2, 0)]), &[4, 0, 5]);
+    empty("pad the empty axis", e.pad(&[(0, 0), (1, 2), (0, 0)]), &[2, 3, 3]);
+    empty("shrink", e.shrink(&[(1, 2), (0, 0), (1, 3)]), &[1, 0, 2]);
+    empty("shrink to empty", b.shrink(&[(1, 1), (0, 2)]), &[0, 2]);
+    empty("contiguous", e.permute(&[1, 2, 0]).contiguous(), &[0, 3, 2]);
+    // Pending ops through views of empty tensors.
+    empty(
+        "pending then permuted",
+        e.add(&f).permute(&[2, 0, 1]).unary(UnaryOp::Exp),
+        &[3, 2, 0],
+    );
+    empty(
+        "empty window of a pending node",
+        b.add(&b).shrink(&[(0, 3), (1, 1)]),
+        &[3, 0],
+    );
+}
+
+#[test]
+fn scalars() {
+    let mut rng = rng(12);
+    let x = leaf(&mut rng, &[], Values::Uniform(0.5, 2.0));
+    let y = leaf(&mut rng, &[], Values::Uniform(0.5, 2.0));
+    for op in UNARY {
+        check_relative(&format!("{op:?} of a scalar"), &x.unary(op), unary_ulps(op));
+    }
+    for op in BINARY {
+        check_relative(&format!("{op:?} of scalars"), &x.binary(op, &y), binary_ulps(op));
+    }
+    for op in REDUCE {
+        check_exact(&format!("{op:?} of a scalar over no axes"), &x.reduce(op, &[]));
+    }
+    // A full reduction to a scalar.
+    let m = leaf(&mut rng, &[3, 4], Values::Ints(-5, 5));
+    check_exact("sum of integers to a scalar", &m.sum(&[0, 1]).reshape(&[]));
+    let s = LazyBuffer::full(&[], 3.0);
+    check_exact("full scalar times scalar", &s.mul(&x.unary(UnaryOp::Neg)));
+    assert_eq!(
+        LazyBuffer::full(&[], 3.0).unary(UnaryOp::Neg).to_vec(),
+        vec![-3.0]
+    );
+}
