@@ -72,9 +72,13 @@ impl FusedKernel {
     pub(crate) fn run(&self) -> Vec<f32> {
         let rank = self.shape.len();
         let reduced: &[usize] = self.reduce.as_ref().map_or(&[], |(_, axes)| axes);
-        // Iterate kept axes outermost and reduced axes innermost, so each output is one run.
-        // Without a reduction that is the kernel's own order.
-        let order: Option<Vec<usize>> = self.reduce.is_some().then(|| {
+        // Reducing leading axes only (a bias gradient, a column sum): keep memory order, and
+        // element `p` folds into output `p % out_len`, so each block reads rows contiguously.
+        let columns =
+            !reduced.is_empty() && reduced.len() < rank && reduced.iter().enumerate().all(|(i, &a)| a == i);
+        // Otherwise iterate kept axes outermost and reduced axes innermost, so each output is one
+        // run. Without a reduction that is the kernel's own order.
+        let order: Option<Vec<usize>> = (self.reduce.is_some() && !columns).then(|| {
             (0..rank)
                 .filter(|a| !reduced.contains(a))
                 .chain(reduced.iter().copied())
@@ -183,6 +187,7 @@ impl FusedKernel {
                 };
                 match &self.reduce {
                     None => out.extend_from_slice(values),
+                    Some((op, _)) if columns => accumulate_columns(*op, values, start, &mut out, &mut sums),
                     Some((op, _)) => accumulate(*op, values, start, run_len, &mut out, &mut sums),
                 }
             }
@@ -334,6 +339,32 @@ fn accumulate(op: ReduceOp, values: &[f32], start: usize, run_len: usize, out: &
             // f32 partial sums of at most one block, accumulated in f64 across blocks.
             ReduceOp::Sum => sums[o] += sum_f32(segment) as f64,
             _ => out[o] = segment.iter().fold(out[o], |acc, &x| reduce_step_f32(op, acc, x)),
+        }
+        pos = run_end;
+    }
+}
+
+/// Folds a block of values covering positions `start..` of a row-major iteration into the
+/// outputs when only leading axes are reduced: position `p` belongs to output `p % out.len()`.
+fn accumulate_columns(op: ReduceOp, values: &[f32], start: usize, out: &mut [f32], sums: &mut [f64]) {
+    let out_len = out.len();
+    let mut pos = start;
+    let end = start + values.len();
+    while pos < end {
+        let o = pos % out_len;
+        let run_end = (pos + out_len - o).min(end);
+        let segment = &values[pos - start..run_end - start];
+        match op {
+            ReduceOp::Sum => {
+                for (acc, &x) in sums[o..o + segment.len()].iter_mut().zip(segment) {
+                    *acc += x as f64;
+                }
+            }
+            _ => {
+                for (acc, &x) in out[o..o + segment.len()].iter_mut().zip(segment) {
+                    *acc = reduce_step_f32(op, *acc, x);
+                }
+            }
         }
         pos = run_end;
     }
