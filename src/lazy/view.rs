@@ -4,26 +4,52 @@
 //! An element at multi-index `i` lives at `offset + Σ i[d]·strides[d]`, unless `mask` is present and
 //! `i[d]` falls outside `mask[d]` for some `d`, in which case it reads as `0.0` (padding).
 
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
 use crate::shape::runtime::{contiguous_strides, numel};
 
 /// A strided, optionally masked window onto a flat buffer.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct View {
+pub struct View(Arc<ViewData>);
+
+/// The fields of a [`View`], shared behind an `Arc` so cloning a view (and so a `LazyBuffer`)
+/// allocates nothing; a movement op copies them once.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ViewData {
     shape: Vec<usize>,
     strides: Vec<isize>,
     offset: isize,
     mask: Option<Vec<(usize, usize)>>,
 }
 
+impl Deref for View {
+    type Target = ViewData;
+    fn deref(&self) -> &ViewData {
+        &self.0
+    }
+}
+
+impl DerefMut for View {
+    /// Copy-on-write: only a view being changed gets its own fields.
+    fn deref_mut(&mut self) -> &mut ViewData {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
 impl View {
+    fn from_data(data: ViewData) -> Self {
+        View(Arc::new(data))
+    }
+
     /// The row-major view of a fresh buffer of `shape`.
     pub fn contiguous(shape: &[usize]) -> Self {
-        View {
+        View::from_data(ViewData {
             shape: shape.to_vec(),
             strides: contiguous_strides(shape),
             offset: 0,
             mask: None,
-        }
+        })
     }
 
     /// The logical shape.
@@ -135,22 +161,22 @@ impl View {
     /// The same shape and mask over a single element (all strides 0, offset 0): read from a
     /// one-element buffer it is that element inside the mask and 0 in the padding.
     pub(crate) fn mask_only(&self) -> Self {
-        View {
+        View::from_data(ViewData {
             shape: self.shape.clone(),
             strides: vec![0; self.shape.len()],
             offset: 0,
             mask: self.mask.clone(),
-        }
+        })
     }
 
     /// Reorders the axes: axis `d` of the result is axis `order[d]` of `self`.
     pub fn permute(&self, order: &[usize]) -> Self {
-        View {
+        View::from_data(ViewData {
             shape: order.iter().map(|&a| self.shape[a]).collect(),
             strides: order.iter().map(|&a| self.strides[a]).collect(),
             offset: self.offset,
             mask: self.mask.as_ref().map(|m| order.iter().map(|&a| m[a]).collect()),
-        }
+        })
     }
 
     /// Broadcasts size-1 axes to `shape` (same rank) by giving them stride 0.
@@ -254,12 +280,12 @@ impl View {
         if (0..self.shape.len()).any(|d| self.shape[d] == 1 && mask[d] != (0, 1)) {
             return None;
         }
-        let mut out = View {
+        let mut out = View::from_data(ViewData {
             shape: shape.to_vec(),
             strides: vec![0; shape.len()],
             offset: self.offset,
             mask: Some(vec![(0, 1); shape.len()]),
-        };
+        });
         for (&o, &n) in kept_old.iter().zip(&kept_new) {
             out.strides[n] = self.strides[o];
             out.mask.as_mut().unwrap()[n] = mask[o];
@@ -309,12 +335,12 @@ impl View {
             oi += 1;
             ni += 1;
         }
-        Some(View {
+        Some(View::from_data(ViewData {
             shape: shape.to_vec(),
             strides,
             offset: self.offset,
             mask: None,
-        })
+        }))
     }
 
     /// The view `outer ∘ self`: `outer` looks at the row-major layout of `self`'s shape, and `self`
@@ -334,12 +360,12 @@ impl View {
             };
         }
         if let Some(step) = inner.linear_step() {
-            return Some(View {
+            return Some(View::from_data(ViewData {
                 shape: outer.shape.clone(),
                 strides: outer.strides.iter().map(|s| s * step).collect(),
                 offset: inner.offset + outer.offset * step,
                 mask: outer.mask.clone(),
-            });
+            }));
         }
         Self::compose_axiswise(outer, inner)
     }
@@ -351,12 +377,12 @@ impl View {
         }
         let cstrides = contiguous_strides(&inner.shape);
         let mut used = vec![false; inner.shape.len()];
-        let mut out = View {
+        let mut out = View::from_data(ViewData {
             shape: outer.shape.clone(),
             strides: vec![0; outer.shape.len()],
             offset: inner.offset,
             mask: inner.mask.as_ref().map(|_| Vec::with_capacity(outer.shape.len())),
-        };
+        });
         for d in 0..outer.shape.len() {
             let mut source = None;
             if outer.shape[d] > 1 && outer.strides[d] != 0 {
