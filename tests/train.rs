@@ -9,7 +9,10 @@ use teenygrad::prelude::*;
 
 fn batch(data: &Dataset, indices: &[usize]) -> (Tensor<(usize, Const<64>)>, Labels<usize>) {
     let (x, y) = data.gather(indices);
-    (Tensor::from_vec(x, (indices.len(), Const)).unwrap(), Labels::from_vec(y))
+    (
+        Tensor::from_vec(x, (indices.len(), Const)).unwrap(),
+        Labels::from_vec(y),
+    )
 }
 
 /// Trains a small MLP for `epochs` epochs over 3,000 images; returns the mean loss of each epoch
@@ -36,7 +39,11 @@ fn run(seed: u64, epochs: usize) -> (Vec<f32>, f64) {
     let all: Vec<usize> = (0..data.test.len()).collect();
     let (x, labels) = batch(&data.test, &all);
     let predicted = model.detached().forward(x).argmax_rows();
-    let correct = predicted.iter().zip(labels.indices()).filter(|(p, l)| p == l).count();
+    let correct = predicted
+        .iter()
+        .zip(labels.indices())
+        .filter(|(p, l)| p == l)
+        .count();
     (losses, correct as f64 / all.len() as f64)
 }
 
@@ -47,8 +54,14 @@ fn loss_falls_well_below_the_uninformed_baseline() {
     // pays ln(10) ≈ 2.30 per sample; a trained model must pay a small fraction of that.
     let baseline = 10f32.ln();
     let last = *losses.last().unwrap();
-    assert!(last < 0.2 * baseline, "final epoch loss {last} vs baseline {baseline}: {losses:?}");
-    assert!(losses.windows(2).all(|w| w[1] < w[0] * 1.2), "loss should fall: {losses:?}");
+    assert!(
+        last < 0.2 * baseline,
+        "final epoch loss {last} vs baseline {baseline}: {losses:?}"
+    );
+    assert!(
+        losses.windows(2).all(|w| w[1] < w[0] * 1.2),
+        "loss should fall: {losses:?}"
+    );
     // A linear softmax model reaches about 85 % on splits of this size (examples/mlp prints its
     // figure); the MLP must clearly beat it.
     assert!(accuracy > 0.93, "held-out accuracy {accuracy}");

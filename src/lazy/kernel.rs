@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use super::alloc;
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
 use super::view::View;
 use crate::shape::runtime::numel;
@@ -127,11 +128,11 @@ impl FusedKernel {
         // Without a reduction the output grows block by block (no zeroing pass over fresh pages)
         // and the last instruction writes straight into it.
         let mut out = match &self.reduce {
-            Some((op, _)) => vec![op.identity(); out_len],
-            None => Vec::with_capacity(out_len),
+            Some((op, _)) => alloc::filled(out_len, op.identity()),
+            None => alloc::with_capacity(out_len),
         };
         let mut sums = match &self.reduce {
-            Some((ReduceOp::Sum, _)) => vec![0.0f64; out_len],
+            Some((ReduceOp::Sum, _)) => alloc::filled(out_len, 0.0f64),
             _ => Vec::new(),
         };
         let direct_root = self.reduce.is_none() && !self.program.is_empty();

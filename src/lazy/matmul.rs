@@ -12,7 +12,12 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> Vec<f32
     let (m, k, n) = (sa[rank - 2], sa[rank - 1], sb[rank - 1]);
     let batch_shape = &sa[..rank - 2];
     let batches = numel(batch_shape);
-    let mut out = vec![0.0f32; batches * m * n];
+    // The graph checked the element count when the product was recorded.
+    let len = batches
+        .checked_mul(m)
+        .and_then(|bm| bm.checked_mul(n))
+        .expect("matmul output size fits usize");
+    let mut out = super::alloc::filled(len, 0.0f32);
     if m == 0 || n == 0 || k == 0 || batches == 0 {
         return out; // an empty sum is 0
     }

@@ -21,6 +21,7 @@
 //! assert_eq!(stats::get().kernels, 1, "x*x+1 and the sum ran as one kernel");
 //! ```
 
+mod alloc;
 mod kernel;
 mod matmul;
 mod node;
@@ -207,6 +208,10 @@ impl LazyBuffer {
         );
         let mut shape = a.to_vec();
         shape[rank - 1] = b[rank - 1];
+        assert!(
+            checked_numel(&shape).is_ok(),
+            "matmul: the product of {a:?} and {b:?} would have shape {shape:?}, whose element count overflows usize"
+        );
         Self::pending(shape, Op::MatMul(self.clone(), other.clone()))
     }
 
@@ -328,9 +333,11 @@ impl LazyBuffer {
         self.realize();
         let buf = self.node.buffer().expect("realized above");
         if self.view.is_contiguous() && buf.len() == self.numel() {
-            return buf.as_ref().clone();
+            let mut out = alloc::with_capacity(buf.len());
+            out.extend_from_slice(&buf);
+            return out;
         }
-        let mut out = vec![0.0; self.numel()];
+        let mut out = alloc::filled(self.numel(), 0.0);
         kernel::gather(&buf, &self.view, 0, &mut out);
         out
     }

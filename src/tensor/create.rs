@@ -5,8 +5,9 @@ use rand::Rng;
 
 use super::{NoGrad, Tensor};
 use crate::autograd::Var;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lazy::LazyBuffer;
+use crate::shape::runtime::checked_numel;
 use crate::shape::{Const, ConstShape, Shape};
 
 impl<S: Shape> Tensor<S, NoGrad> {
@@ -27,7 +28,12 @@ impl<S: Shape> Tensor<S, NoGrad> {
         Ok(Self::from_lazy(shape, LazyBuffer::from_vec(data, &shape.dims())?))
     }
 
-    /// Every element `value`, for a shape given at run time.
+    /// Every element `value`, for a shape given at run time. Stores one element, broadcast.
+    ///
+    /// # Panics
+    ///
+    /// If the shape's element count overflows `usize`, naming the shape; see
+    /// [`try_full_in`](Self::try_full_in).
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -35,25 +41,87 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// assert_eq!(t.to_vec(), vec![0.5; 3]);
     /// ```
     pub fn full_in(shape: S, value: f32) -> Self {
-        Self::from_lazy(shape, LazyBuffer::full(&shape.dims(), value))
+        Self::try_full_in(shape, value).unwrap_or_else(|e| panic!("full_in: {e}"))
+    }
+
+    /// [`full_in`](Self::full_in), or [`Error::ShapeOverflow`] if the shape's element count
+    /// overflows `usize`.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert!(Tensor::try_full_in((2usize, 3usize), 1.0).is_ok());
+    /// let err = Tensor::try_full_in((usize::MAX, 2usize), 1.0).unwrap_err();
+    /// assert!(matches!(err, Error::ShapeOverflow { .. }));
+    /// ```
+    pub fn try_full_in(shape: S, value: f32) -> Result<Self> {
+        let dims = shape.dims();
+        checked_numel(&dims)?;
+        Ok(Self::from_lazy(shape, LazyBuffer::full(&dims, value)))
     }
 
     /// Zeros, for a shape given at run time.
+    ///
+    /// # Panics
+    ///
+    /// If the shape's element count overflows `usize`; see [`try_zeros_in`](Self::try_zeros_in).
     pub fn zeros_in(shape: S) -> Self {
-        Self::full_in(shape, 0.0)
+        Self::try_zeros_in(shape).unwrap_or_else(|e| panic!("zeros_in: {e}"))
+    }
+
+    /// Zeros, or [`Error::ShapeOverflow`] if the shape's element count overflows `usize`.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::try_zeros_in((2usize,)).unwrap().to_vec(), vec![0.0; 2]);
+    /// assert!(Tensor::try_zeros_in((usize::MAX / 2, 3usize)).is_err());
+    /// ```
+    pub fn try_zeros_in(shape: S) -> Result<Self> {
+        Self::try_full_in(shape, 0.0)
     }
 
     /// Ones, for a shape given at run time.
+    ///
+    /// # Panics
+    ///
+    /// If the shape's element count overflows `usize`; see [`try_ones_in`](Self::try_ones_in).
     pub fn ones_in(shape: S) -> Self {
-        Self::full_in(shape, 1.0)
+        Self::try_ones_in(shape).unwrap_or_else(|e| panic!("ones_in: {e}"))
+    }
+
+    /// Ones, or [`Error::ShapeOverflow`] if the shape's element count overflows `usize`.
+    pub fn try_ones_in(shape: S) -> Result<Self> {
+        Self::try_full_in(shape, 1.0)
     }
 
     /// Uniform samples in `[0, 1)` from `rng`, for a shape given at run time.
+    ///
+    /// # Panics
+    ///
+    /// If the shape's element count overflows `usize` or its values cannot be allocated; see
+    /// [`try_rand_in`](Self::try_rand_in).
     pub fn rand_in<R: Rng + ?Sized>(shape: S, rng: &mut R) -> Self {
-        Self::from_lazy(shape, LazyBuffer::rand_uniform(&shape.dims(), 0.0, 1.0, rng))
+        Self::try_rand_in(shape, rng).unwrap_or_else(|e| panic!("rand_in: {e}"))
+    }
+
+    /// [`rand_in`](Self::rand_in), or an error if the shape's element count overflows `usize`
+    /// ([`Error::ShapeOverflow`]) or its values cannot be allocated ([`Error::Data`]).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// use rand::SeedableRng;
+    /// let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    /// assert!(Tensor::try_rand_in((1usize << 60,), &mut rng).is_err(), "4 EiB cannot be allocated");
+    /// assert_eq!(Tensor::try_rand_in((3usize,), &mut rng).unwrap().numel(), 3);
+    /// ```
+    pub fn try_rand_in<R: Rng + ?Sized>(shape: S, rng: &mut R) -> Result<Self> {
+        Self::try_uniform_in(shape, 0.0, 1.0, rng)
     }
 
     /// Uniform samples in `[low, high)` from `rng`.
+    ///
+    /// # Panics
+    ///
+    /// As [`rand_in`](Self::rand_in); see [`try_uniform_in`](Self::try_uniform_in).
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -63,13 +131,55 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// assert!(t.to_vec().iter().all(|x| (-1.0..1.0).contains(x)));
     /// ```
     pub fn uniform_in<R: Rng + ?Sized>(shape: S, low: f32, high: f32, rng: &mut R) -> Self {
-        Self::from_lazy(shape, LazyBuffer::rand_uniform(&shape.dims(), low, high, rng))
+        Self::try_uniform_in(shape, low, high, rng).unwrap_or_else(|e| panic!("uniform_in: {e}"))
+    }
+
+    /// [`uniform_in`](Self::uniform_in), or an error as [`try_rand_in`](Self::try_rand_in) gives.
+    pub fn try_uniform_in<R: Rng + ?Sized>(shape: S, low: f32, high: f32, rng: &mut R) -> Result<Self> {
+        let buf = sample(&shape.dims(), |s| LazyBuffer::rand_uniform(s, low, high, rng))?;
+        Ok(Self::from_lazy(shape, buf))
     }
 
     /// Standard normal samples from `rng`, for a shape given at run time.
+    ///
+    /// # Panics
+    ///
+    /// As [`rand_in`](Self::rand_in); see [`try_randn_in`](Self::try_randn_in).
     pub fn randn_in<R: Rng + ?Sized>(shape: S, rng: &mut R) -> Self {
-        Self::from_lazy(shape, LazyBuffer::rand_normal(&shape.dims(), 0.0, 1.0, rng))
+        Self::try_randn_in(shape, rng).unwrap_or_else(|e| panic!("randn_in: {e}"))
     }
+
+    /// [`randn_in`](Self::randn_in), or an error as [`try_rand_in`](Self::try_rand_in) gives.
+    pub fn try_randn_in<R: Rng + ?Sized>(shape: S, rng: &mut R) -> Result<Self> {
+        let buf = sample(&shape.dims(), |s| LazyBuffer::rand_normal(s, 0.0, 1.0, rng))?;
+        Ok(Self::from_lazy(shape, buf))
+    }
+}
+
+/// Random tensors larger than this many elements are drawn in chunks of this size (even, so a
+/// sampler that draws pairs draws the same sequence as in one piece) into a buffer reserved
+/// first, so that a size that cannot be allocated is an error rather than an abort.
+const SAMPLE_CHUNK: usize = 1 << 16;
+
+/// The samples of `dims` in row-major order, `draw(shape)` giving the next samples in `shape`.
+fn sample(dims: &[usize], mut draw: impl FnMut(&[usize]) -> LazyBuffer) -> Result<LazyBuffer> {
+    let n = checked_numel(dims)?;
+    if n <= SAMPLE_CHUNK {
+        return Ok(draw(dims));
+    }
+    let mut data: Vec<f32> = Vec::new();
+    data.try_reserve_exact(n).map_err(|e| Error::Data {
+        location: format!("a tensor of shape {dims:?}"),
+        message: format!(
+            "its {n} values ({} bytes) cannot be allocated: {e}",
+            n as u128 * size_of::<f32>() as u128
+        ),
+    })?;
+    while data.len() < n {
+        let len = SAMPLE_CHUNK.min(n - data.len());
+        draw(&[len]).with_values(|values| data.extend_from_slice(values));
+    }
+    LazyBuffer::from_vec(data, dims)
 }
 
 impl<S: ConstShape> Tensor<S, NoGrad> {

@@ -11,6 +11,7 @@ use super::{GradMode, Join, Tensor};
 use crate::autograd::Var;
 use crate::error::Result;
 use crate::lazy::{BinaryOp, LazyBuffer, UnaryOp};
+use crate::shape::runtime::checked_numel;
 use crate::shape::{BroadcastShape, Shape};
 
 macro_rules! unary_methods {
@@ -148,6 +149,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     {
         let shape = self.shape.broadcast_shape(&rhs.shape)?;
         let dims = shape.dims();
+        // Two shapes that each fit can broadcast to one that does not: `(2^32, One) + (One, 2^32)`.
+        checked_numel(&dims)?;
         let var = self.var.expand(&dims).binary(op, &rhs.var.expand(&dims));
         Ok(Tensor::from_var(shape, var))
     }
@@ -164,6 +167,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
             .broadcast_shape(&rhs.shape)
             .unwrap_or_else(|e| panic!("{e}"));
         let dims = shape.dims();
+        checked_numel(&dims).unwrap_or_else(|e| panic!("{e}"));
         let (a, b) = (self.var.detach().expand(&dims), rhs.var.detach().expand(&dims));
         let var = if swap { b.binary(op, &a) } else { a.binary(op, &b) };
         Tensor::from_var(shape, var)
@@ -185,7 +189,9 @@ macro_rules! broadcast_methods {
                     self.broadcast_op(BinaryOp::$op, rhs).unwrap_or_else(|e| panic!("{e}"))
                 }
 
-                /// The fallible form: an error naming both shapes if run-time dims differ.
+                /// The fallible form: an error naming both shapes if run-time dims differ, or
+                /// [`Error::ShapeOverflow`](crate::Error::ShapeOverflow) if the broadcast shape's
+                /// element count does not fit in `usize`.
                 pub fn $try_name<S2: Shape, G2: GradMode>(&self, rhs: &Tensor<S2, G2>) -> Result<Tensor<S::Output, G::Out>>
                 where
                     S: BroadcastShape<S2>,

@@ -4,6 +4,7 @@
 use super::{GradMode, Join, Tensor};
 use crate::autograd::Var;
 use crate::error::Result;
+use crate::shape::runtime::checked_numel;
 use crate::shape::{MatMulShape, Shape};
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {
@@ -26,7 +27,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         self.try_matmul(rhs).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// The matrix product, or an error naming both shapes if run-time dims disagree.
+    /// The matrix product, or an error naming both shapes if run-time dims disagree
+    /// ([`Error::ShapeOverflow`](crate::Error::ShapeOverflow) if the product's element count does
+    /// not fit in `usize`).
     pub fn try_matmul<S2: Shape, G2: GradMode>(
         &self,
         rhs: &Tensor<S2, G2>,
@@ -36,6 +39,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         G: Join<G2>,
     {
         let shape = self.shape.matmul_shape(&rhs.shape)?;
+        // `(M, 1) x (1, N)` fits whenever its operands do, but its product may not.
+        checked_numel(&shape.dims())?;
         Ok(Tensor::from_var(
             shape,
             matmul_vars(&self.var, &rhs.var, &shape.dims()),

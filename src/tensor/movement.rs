@@ -3,6 +3,7 @@
 
 use super::{GradMode, Tensor};
 use crate::error::{Error, Result};
+use crate::shape::runtime::checked_numel;
 use crate::shape::{
     Axes, BroadcastTo, Const, ConstShape, Dim, PermuteShape, Shape, assert_same_numel, check_reshape,
 };
@@ -24,7 +25,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 
     /// The same elements in `dst`, a shape with run-time dims; an error naming both shapes if the
-    /// element counts differ.
+    /// element counts differ ([`Error::ShapeOverflow`] if `dst`'s does not fit in `usize`).
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -33,6 +34,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert!(t.try_reshape_to((3usize,)).is_err());
     /// ```
     pub fn try_reshape_to<Dst: Shape>(&self, dst: Dst) -> Result<Tensor<Dst, G>> {
+        checked_numel(&dst.dims())?;
         check_reshape(&self.shape, &dst)?;
         Ok(Tensor::from_var(dst, self.var.reshape(&dst.dims())))
     }
@@ -92,7 +94,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         self.try_broadcast_to(dst).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// Broadcasts to `dst`, or an error naming both shapes if a run-time dim differs.
+    /// Broadcasts to `dst`, or an error naming both shapes if a run-time dim differs
+    /// ([`Error::ShapeOverflow`] if `dst`'s element count does not fit in `usize`).
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -104,7 +107,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         S: BroadcastTo<Dst>,
     {
         self.shape.check_broadcast_to(&dst)?;
-        Ok(Tensor::from_var(dst, self.var.expand(&dst.dims())))
+        let dims = dst.dims();
+        checked_numel(&dims)?;
+        Ok(Tensor::from_var(dst, self.var.expand(&dims)))
     }
 
     /// Pads axis `d` with `pads[d] = (before, after)` zeros; `Dst` must have the padded sizes.
@@ -119,7 +124,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         self.pad_to(Dst::default(), pads)
     }
 
-    /// [`pad`](Self::pad) to a shape with run-time dims.
+    /// [`pad`](Self::pad) to a shape with run-time dims ([`Error::ShapeOverflow`] if its element
+    /// count does not fit in `usize`).
     pub fn pad_to<Dst: Shape>(&self, dst: Dst, pads: &[(usize, usize)]) -> Result<Tensor<Dst, G>> {
         let (src, out) = (self.dims(), dst.dims());
         let fits = pads.len() == src.len()
@@ -138,6 +144,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
                 rule: "each target dim must be the source dim plus its (before, after) padding",
             });
         }
+        checked_numel(&out)?;
         Ok(Tensor::from_var(dst, self.var.pad(pads)))
     }
 
