@@ -19,7 +19,6 @@
 mod activation;
 mod linear;
 mod params;
-pub(crate) mod params_internal;
 mod safetensors;
 mod sequential;
 

@@ -24,16 +24,11 @@ pub(crate) mod internal {
     /// Engine access to a parameter; not nameable outside the crate.
     pub trait AsVar {
         #[doc(hidden)]
-        fn as_var(&self) -> &crate::autograd::Var;
-        #[doc(hidden)]
         fn as_var_mut(&mut self) -> &mut crate::autograd::Var;
     }
 }
 
 impl<S: Shape, G: GradMode> internal::AsVar for Tensor<S, G> {
-    fn as_var(&self) -> &Var {
-        &self.var
-    }
     fn as_var_mut(&mut self) -> &mut Var {
         &mut self.var
     }

@@ -18,7 +18,6 @@ pub use adam::Adam;
 pub use sgd::Sgd;
 
 use crate::nn::Params;
-use crate::nn::params_internal::var_mut;
 
 /// Updates a module's parameters from their accumulated gradients.
 pub trait Optimizer {
@@ -39,7 +38,7 @@ pub(crate) fn apply_updates<M: Params + ?Sized>(
 ) {
     let mut index = 0;
     model.visit_mut("", &mut |_, p| {
-        let var = var_mut(p);
+        let var = p.as_var_mut();
         if let Some(grad) = var.grad() {
             grad.with_values(|g| var.update_leaf(|values| update(index, values, g)));
         }
