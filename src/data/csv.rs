@@ -17,7 +17,8 @@ use crate::error::{Error, Result};
 /// The number of comma-separated fields on a data line: the label and the pixels.
 const COLUMNS: usize = FEATURES + 1;
 
-/// Reads a dataset from a CSV file; see the [module docs](self) for the layout.
+/// Reads a dataset from a CSV file: `label,p0,…,p63` per line, the label in `0..=9` and the pixels
+/// in `[0, 1]`, with an optional header line. A bad file is rejected whole with `file:line`.
 ///
 /// # Errors
 ///
@@ -76,7 +77,8 @@ pub fn parse_csv_bytes(bytes: &[u8], source_name: &str) -> Result<Dataset> {
     }
 }
 
-/// Parses a dataset from CSV text; see the [module docs](self) for the layout.
+/// Parses a dataset from CSV text in [`read_csv`]'s layout; `source_name` is used in error
+/// locations.
 ///
 /// `source_name` names the input in error locations (`source_name:line`).
 ///
