@@ -19,6 +19,8 @@ pub use rand;
 /// Everything a model-writing user needs, in one import.
 pub mod prelude {
     pub use crate::error::{Error, Result};
+    pub use crate::nn::{Detach, Gelu, Init, Linear, Mlp, Module, Params, Relu, Sigmoid, Tanh};
+    pub use crate::optim::{Adam, Optimizer, Sgd};
     pub use crate::shape::{
         Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, Const, ConstShape, Dim, One, Rank0, Rank1, Rank2,
         Rank3, Rank4, Rank5, Rank6, Shape,
