@@ -116,11 +116,11 @@ impl FusedKernel {
             .collect();
         let slots = assign_slots(self.leaves.len(), &self.program);
         let slot_count = slots.iter().flatten().max().map_or(0, |&m| m + 1);
-        let mut slot_bufs: Vec<Vec<f32>> = vec![vec![0.0; BLOCK.min(n)]; slot_count];
+        let mut slot_bufs: Vec<Vec<f32>> = (0..slot_count).map(|_| scratch_block(BLOCK.min(n))).collect();
         let mut gathered: Vec<Vec<f32>> = access
             .iter()
             .map(|a| match a {
-                LeafAccess::Strided(_) => vec![0.0; BLOCK.min(n)],
+                LeafAccess::Strided(_) => scratch_block(BLOCK.min(n)),
                 _ => Vec::new(),
             })
             .collect();
@@ -199,6 +199,7 @@ impl FusedKernel {
                 *o = *s as f32;
             }
         }
+        return_scratch(slot_bufs.into_iter().chain(gathered));
         out
     }
 
@@ -220,6 +221,33 @@ impl FusedKernel {
             ),
         }
     }
+}
+
+thread_local! {
+    /// Block buffers of finished kernels, for the next kernel on this thread: every kernel needs a
+    /// few of them, and taking them from the allocator each time churns its large-chunk bins.
+    static SCRATCH: std::cell::RefCell<Vec<Vec<f32>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A zeroed block buffer of `len` values, reused from an earlier kernel when one is free.
+fn scratch_block(len: usize) -> Vec<f32> {
+    let mut buf = SCRATCH
+        .try_with(|s| s.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    buf.clear();
+    buf.resize(len, 0.0);
+    buf
+}
+
+/// Keeps up to 64 block buffers for later kernels (the rest are freed).
+fn return_scratch(bufs: impl Iterator<Item = Vec<f32>>) {
+    let _ = SCRATCH.try_with(|s| {
+        let mut s = s.borrow_mut();
+        let room = 64usize.saturating_sub(s.len());
+        s.extend(bufs.filter(|b| b.capacity() > 0).take(room));
+    });
 }
 
 /// Gives every instruction result a block buffer, reusing buffers whose value is dead. Leaves get
