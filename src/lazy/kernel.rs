@@ -11,7 +11,7 @@ use super::view::View;
 use crate::shape::runtime::numel;
 
 /// Elements per block: a few blocks of every live value fit in L1/L2 together.
-pub(crate) const BLOCK: usize = 1024;
+pub(crate) const BLOCK: usize = 512;
 
 /// An input of a kernel: a realized buffer read through a view of the kernel's shape.
 #[derive(Clone, Debug)]
@@ -128,8 +128,8 @@ impl FusedKernel {
         // Without a reduction the output grows block by block (no zeroing pass over fresh pages)
         // and the last instruction writes straight into it.
         let mut out = match &self.reduce {
-            Some((op, _)) => alloc::filled(out_len, op.identity()),
-            None => alloc::with_capacity(out_len),
+            Some((op, _)) => alloc::output_filled(out_len, op.identity()),
+            None => alloc::output(out_len),
         };
         let mut sums = match &self.reduce {
             Some((ReduceOp::Sum, _)) => alloc::filled(out_len, 0.0f64),
@@ -297,9 +297,39 @@ fn map2(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
     }
 }
 
-/// Runs one instruction over a block. Each operation gets its own loop so the compiler can
-/// vectorize it.
+/// Runs one instruction over a block, with AVX-512 or AVX2 where the CPU has them (detected at run
+/// time). The
+/// same code is compiled twice; neither version fuses multiply-adds, so both round identically.
 pub(crate) fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F, checked just above.
+            return unsafe { execute_avx512(instr, value, out) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { execute_avx2(instr, value, out) };
+        }
+    }
+    execute_portable(instr, value, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn execute_avx512<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f32]) {
+    execute_portable(instr, value, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn execute_avx2<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f32]) {
+    execute_portable(instr, value, out)
+}
+
+/// Each operation gets its own loop so the compiler can vectorize it.
+#[inline(always)]
+fn execute_portable<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f32]) {
     macro_rules! unary {
         ($a:expr, $($op:ident),*) => {
             match instr {

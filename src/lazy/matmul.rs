@@ -17,7 +17,7 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> Vec<f32
         .checked_mul(m)
         .and_then(|bm| bm.checked_mul(n))
         .expect("matmul output size fits usize");
-    let mut out = super::alloc::filled(len, 0.0f32);
+    let mut out = super::alloc::output_filled(len, 0.0);
     if m == 0 || n == 0 || k == 0 || batches == 0 {
         return out; // an empty sum is 0
     }

@@ -149,7 +149,11 @@ impl Drop for Node {
             self.state.get_mut().unwrap_or_else(|e| e.into_inner()),
             State::Dropped,
         );
-        let State::Pending(op) = state else { return };
+        let op = match state {
+            State::Pending(op) => op,
+            State::Realized(buf) => return super::alloc::recycle(buf),
+            State::Dropped => return,
+        };
         let mut stack: Vec<Arc<Node>> = op.into_inputs().into_iter().map(|b| b.node).collect();
         while let Some(node) = stack.pop() {
             if let Ok(mut node) = Arc::try_unwrap(node) {
@@ -157,8 +161,10 @@ impl Drop for Node {
                     node.state.get_mut().unwrap_or_else(|e| e.into_inner()),
                     State::Dropped,
                 );
-                if let State::Pending(op) = state {
-                    stack.extend(op.into_inputs().into_iter().map(|b| b.node));
+                match state {
+                    State::Pending(op) => stack.extend(op.into_inputs().into_iter().map(|b| b.node)),
+                    State::Realized(buf) => super::alloc::recycle(buf),
+                    State::Dropped => {}
                 }
             }
         }

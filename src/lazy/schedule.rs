@@ -112,7 +112,7 @@ fn realize_single(root: &LazyBuffer) -> bool {
             let offsets: Vec<usize> = inputs.iter().map(|b| b.view.offset() as usize).collect();
             drop(state);
             let trace = stats::tracing().then(|| (format!("{program:?} (direct)"), Instant::now()));
-            let mut out = super::alloc::with_capacity(n);
+            let mut out = super::alloc::output(n);
             for start in (0..n).step_by(BLOCK) {
                 let len = BLOCK.min(n - start);
                 out.resize(start + len, 0.0);

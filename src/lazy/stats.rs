@@ -15,7 +15,8 @@ pub struct Stats {
     pub kernels: u64,
     /// Primitive operations executed inside kernels (an 8-op chain into a sum counts 9).
     pub ops_fused: u64,
-    /// Bytes of output buffers allocated by kernels.
+    /// Bytes of output buffers kernels produced (freshly allocated, or reused from buffers that
+    /// dropped nodes gave back).
     pub bytes_allocated: u64,
     /// Wall time spent realizing.
     pub realize_time: Duration,
