@@ -68,3 +68,26 @@ impl<const A: usize, const B: usize, const C: usize, G: GradMode> Tensor<(Const<
         std::array::from_fn(|i| std::array::from_fn(|j| split(&values[(i * B + j) * C..(i * B + j + 1) * C])))
     }
 }
+
+impl<const A: usize, const B: usize, const C: usize, const D: usize, G: GradMode>
+    Tensor<(Const<A>, Const<B>, Const<C>, Const<D>), G>
+{
+    /// The values as a nested array.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let t = Tensor::<Rank1<4>>::arange().reshape::<Rank4<1, 2, 1, 2>>();
+    /// assert_eq!(t.to_array(), [[[[0.0, 1.0]], [[2.0, 3.0]]]]);
+    /// ```
+    pub fn to_array(&self) -> [[[[f32; D]; C]; B]; A] {
+        let values = self.to_vec();
+        std::array::from_fn(|i| {
+            std::array::from_fn(|j| {
+                std::array::from_fn(|k| {
+                    let start = ((i * B + j) * C + k) * D;
+                    split(&values[start..start + D])
+                })
+            })
+        })
+    }
+}
