@@ -343,30 +343,20 @@ fn check_reduce(what: &str, x: &LazyBuffer, op: ReduceOp, axes: &[usize]) {
 
 #[test]
 fn reductions_over_every_axis_set_and_view() {
-    let mut rng = rng(5);
-    for op in REDUCE {
-        for shape in SHAPES {
-            for (name, x) in views(&mut rng, shape, Values::Uniform(-3.0, 3.0)) {
-                for axes in axis_sets(shape.len()) {
-                    check_reduce(
-                        &format!("{op:?} over {axes:?} of {name} {shape:?}"),
-                        &x,
-                        op,
-                        &axes,
-                    );
-                }
-            }
-        }
-    }
+    check_reductions_of(&mut rng(5), &SHAPES);
 }
 
 #[test]
 fn reductions_spanning_many_blocks() {
     // Larger than the kernels' block, so partial results cross block boundaries, and through
     // strided views so the reduced axis is not the innermost in memory.
-    let mut rng = rng(6);
-    for shape in [&[3usize, 3001][..], &[2, 50, 70], &[10_007]] {
-        for (name, x) in views(&mut rng, shape, Values::Uniform(-3.0, 3.0)) {
+    check_reductions_of(&mut rng(6), &[&[3usize, 3001][..], &[2, 50, 70], &[10_007]]);
+}
+
+/// Every reduction over every axis set of every view of each shape, against the reference.
+fn check_reductions_of(rng: &mut StdRng, shapes: &[&[usize]]) {
+    for &shape in shapes {
+        for (name, x) in views(rng, shape, Values::Uniform(-3.0, 3.0)) {
             for op in REDUCE {
                 for axes in axis_sets(shape.len()) {
                     check_reduce(
