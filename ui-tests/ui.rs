@@ -21,9 +21,9 @@ fn snapshot_rustc() -> bool {
 fn ui() {
     let t = trybuild::TestCases::new();
     if snapshot_rustc() {
-        t.compile_fail("ui-tests/fail/*.rs");
+        t.compile_fail("fail/*.rs");
     } else {
         eprintln!("skipping compile-fail snapshots: they were made with {SNAPSHOT_RUSTC}");
     }
-    t.pass("ui-tests/pass/*.rs");
+    t.pass("pass/*.rs");
 }
