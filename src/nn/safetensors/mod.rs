@@ -26,10 +26,11 @@
 //! assert_eq!(c.state_dict(), before);
 //! ```
 
+mod format;
+mod json;
+
 use std::collections::HashSet;
 use std::path::Path;
-
-use ::safetensors::tensor::{Dtype, SafeTensors, TensorView};
 
 use super::Params;
 use crate::error::{Error, Result};
@@ -98,60 +99,42 @@ fn encode<M: Params + ?Sized>(model: &M, source: &str) -> Result<Vec<u8>> {
     if let Some((name, _, _)) = state.iter().find(|(name, _, _)| !seen.insert(name.as_str())) {
         return Err(tensor_error(source, name, "two parameters have this name"));
     }
-    let bytes: Vec<Vec<u8>> = state
-        .iter()
-        .map(|(_, _, values)| values.iter().flat_map(|v| v.to_le_bytes()).collect())
-        .collect();
-    let mut views = Vec::with_capacity(state.len());
-    for ((name, dims, _), data) in state.iter().zip(&bytes) {
-        let view = TensorView::new(Dtype::F32, dims.clone(), data)
-            .map_err(|e| tensor_error(source, name, format!("cannot be stored: {e}")))?;
-        views.push((name.as_str(), view));
-    }
-    ::safetensors::serialize(views, None).map_err(|e| file_error(source, format!("cannot be written: {e}")))
+    Ok(format::write(&state))
 }
 
 /// Parses `bytes`, checks them against the model's parameters, and only then loads them.
 fn decode_into<M: Params + ?Sized>(model: &mut M, bytes: &[u8], source: &str) -> Result<()> {
-    check_declared_sizes(bytes).map_err(|message| file_error(source, message))?;
-    let file = SafeTensors::deserialize(bytes)
-        .map_err(|e| file_error(source, format!("not a valid safetensors file: {e}")))?;
+    let mut file = format::read(bytes).map_err(|message| file_error(source, message))?;
 
     let expected = model.named_dims();
     let mut state = Vec::with_capacity(expected.len());
     for (name, dims) in &expected {
-        let view = file
-            .tensor(name)
-            .map_err(|_| tensor_error(source, name, "is missing from the file"))?;
-        if view.dtype() != Dtype::F32 {
+        let entry = file
+            .remove(name)
+            .ok_or_else(|| tensor_error(source, name, "is missing from the file"))?;
+        if entry.dtype != "F32" {
             return Err(tensor_error(
                 source,
                 name,
                 format!(
                     "has dtype {}, but parameters are loaded only from F32",
-                    view.dtype()
+                    entry.dtype
                 ),
             ));
         }
-        if view.shape() != dims.as_slice() {
+        if entry.dims != *dims {
             return Err(tensor_error(
                 source,
                 name,
                 format!(
                     "has shape {:?} in the file, but the parameter's is {dims:?}",
-                    view.shape()
+                    entry.dims
                 ),
             ));
         }
-        state.push((name.clone(), dims.clone(), view));
+        state.push((name.clone(), dims.clone(), entry.data));
     }
-    let mut extra: Vec<&str> = file
-        .names()
-        .into_iter()
-        .filter(|n| !expected.iter().any(|(e, _)| e == n))
-        .collect();
-    extra.sort_unstable();
-    if let Some(name) = extra.first() {
+    if let Some(name) = file.keys().min() {
         return Err(tensor_error(
             source,
             name,
@@ -162,9 +145,8 @@ fn decode_into<M: Params + ?Sized>(model: &mut M, bytes: &[u8], source: &str) ->
     // Every check passed: only now decode the values (at most the file's size in memory).
     let state: Vec<(String, Vec<usize>, Vec<f32>)> = state
         .into_iter()
-        .map(|(name, dims, view)| {
-            let values = view
-                .data()
+        .map(|(name, dims, data)| {
+            let values = data
                 .chunks_exact(4)
                 .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect();
@@ -175,58 +157,4 @@ fn decode_into<M: Params + ?Sized>(model: &mut M, bytes: &[u8], source: &str) ->
         Error::Data { location, message } => tensor_error(source, &location, message),
         other => other,
     })
-}
-
-/// Rejects a header that declares a number larger than the whole file, before the safetensors
-/// crate sees it.
-///
-/// safetensors 0.8.0 adds the declared data size to the header size unchecked, so a crafted
-/// header whose offsets sum to nearly `usize::MAX` panics ("attempt to add with overflow") in
-/// builds with overflow checks. In a valid file every offset is at most the file's length, and
-/// so is every dimension of a tensor with elements; only a dimension of an empty tensor (one
-/// with another dimension 0) could be larger, and such a tensor is never a parameter here. So
-/// every integer in the header outside its strings must be at most the file's length.
-fn check_declared_sizes(bytes: &[u8]) -> std::result::Result<(), String> {
-    let Some(len_bytes) = bytes.get(..8) else {
-        return Ok(()); // too short: the parser reports it
-    };
-    let n = u64::from_le_bytes(len_bytes.try_into().expect("8 bytes"));
-    let end = usize::try_from(n)
-        .ok()
-        .and_then(|n| n.checked_add(8))
-        .filter(|&end| end <= bytes.len());
-    let Some(header) = end.map(|end| &bytes[8..end]) else {
-        return Ok(()); // a header longer than the file: the parser reports it
-    };
-    let limit = bytes.len() as u128;
-    let (mut in_string, mut escaped) = (false, false);
-    let mut number: Option<u128> = None;
-    for &b in header.iter().chain(std::iter::once(&b' ')) {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        if b.is_ascii_digit() {
-            let value = number
-                .unwrap_or(0)
-                .saturating_mul(10)
-                .saturating_add(u128::from(b - b'0'));
-            number = Some(value);
-            continue;
-        }
-        if let Some(value) = number.take()
-            && value > limit
-        {
-            return Err(format!(
-                "the header declares a size or offset of {value}, larger than the whole file ({limit} bytes)"
-            ));
-        }
-        in_string = b == b'"';
-    }
-    Ok(())
 }

@@ -1,0 +1,206 @@
+//! The safetensors file layout: an 8-byte little-endian header length, a JSON header naming each
+//! tensor's dtype, dims and byte range, then the data. Reading checks everything the format
+//! promises (the ranges tile the data exactly, each range fits its dims) before any value is used.
+
+use std::collections::HashMap;
+
+use super::json::{self, Json};
+
+/// The format caps the header at 100 MB, so a length beyond it is corrupt, not a huge model.
+const MAX_HEADER: u64 = 100_000_000;
+
+/// One tensor of a checked file.
+pub(super) struct Entry<'a> {
+    pub(super) dtype: String,
+    pub(super) dims: Vec<usize>,
+    pub(super) data: &'a [u8],
+}
+
+/// The tensors of a checked file by name, or a message saying why `bytes` are not one.
+pub(super) fn read(bytes: &[u8]) -> Result<HashMap<String, Entry<'_>>, String> {
+    let invalid = |why: String| format!("not a valid safetensors file: {why}");
+    let Some((len, rest)) = bytes.split_first_chunk::<8>() else {
+        return Err(invalid(format!(
+            "{} bytes is shorter than the 8-byte header length",
+            bytes.len()
+        )));
+    };
+    let n = u64::from_le_bytes(*len);
+    if n > MAX_HEADER {
+        return Err(invalid(format!(
+            "a header of {n} bytes exceeds the format's limit of {MAX_HEADER}"
+        )));
+    }
+    let Some((header, data)) = usize::try_from(n).ok().and_then(|n| rest.split_at_checked(n)) else {
+        return Err(invalid(format!(
+            "a header of {n} bytes runs past the end of the file ({} bytes)",
+            bytes.len()
+        )));
+    };
+    let header = std::str::from_utf8(header).map_err(|e| invalid(format!("the header is not UTF-8: {e}")))?;
+    if !header.starts_with('{') {
+        return Err(invalid("the header does not start with `{`".into()));
+    }
+    let members = json::parse(header)
+        .map_err(invalid)?
+        .into_members()
+        .ok_or_else(|| invalid("the header is not a JSON object".into()))?;
+
+    let mut ranges = Vec::with_capacity(members.len());
+    for (name, value) in members {
+        if name == "__metadata__" {
+            check_metadata(value).map_err(invalid)?;
+            continue;
+        }
+        let info = TensorInfo::parse(value).map_err(|why| invalid(format!("tensor {name}: {why}")))?;
+        let (begin, end) = info.offsets;
+        if begin.max(end) > data.len() as u64 {
+            return Err(invalid(format!(
+                "tensor {name}: its data_offsets [{begin}, {end}] run past the end of the file ({} data bytes)",
+                data.len()
+            )));
+        }
+        ranges.push((name, info));
+    }
+    // The ranges, in order, must tile the data exactly: no gap, no overlap, nothing left over.
+    ranges.sort_by_key(|(_, info)| info.offsets);
+    let mut cursor = 0u64;
+    let mut entries = HashMap::with_capacity(ranges.len());
+    for (name, info) in ranges {
+        let (begin, end) = info.offsets;
+        let size = info
+            .byte_size()
+            .map_err(|why| invalid(format!("tensor {name}: {why}")))?;
+        if begin != cursor || end < begin || end - begin != size {
+            return Err(invalid(format!(
+                "tensor {name}: data_offsets [{begin}, {end}] should be [{cursor}, {}] for {size} bytes of {} {:?}",
+                cursor.saturating_add(size),
+                info.dtype,
+                info.dims
+            )));
+        }
+        cursor = end;
+        // Every offset is at most `data.len()`, checked above, so these are in range.
+        let data = &data[begin as usize..end as usize];
+        entries.insert(
+            name,
+            Entry {
+                dtype: info.dtype,
+                dims: info.dims,
+                data,
+            },
+        );
+    }
+    if cursor != data.len() as u64 {
+        return Err(invalid(format!(
+            "the tensors cover {cursor} of the {} data bytes",
+            data.len()
+        )));
+    }
+    Ok(entries)
+}
+
+/// A file holding `tensors` (name, dims, values) as `F32`, laid out in name order.
+pub(super) fn write(tensors: &[(String, Vec<usize>, Vec<f32>)]) -> Vec<u8> {
+    let mut order: Vec<_> = tensors.iter().collect();
+    order.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut header = String::from("{");
+    let mut offset = 0;
+    for (i, (name, dims, values)) in order.iter().enumerate() {
+        let end = offset + 4 * values.len();
+        let dims: Vec<String> = dims.iter().map(usize::to_string).collect();
+        header += &format!(
+            r#"{}{}:{{"dtype":"F32","shape":[{}],"data_offsets":[{offset},{end}]}}"#,
+            if i == 0 { "" } else { "," },
+            json::quote(name),
+            dims.join(",")
+        );
+        offset = end;
+    }
+    header.push('}');
+    // Pad with spaces so the data starts 8-byte aligned, as the reference writers do.
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut bytes = Vec::with_capacity(8 + header.len() + offset);
+    bytes.extend((header.len() as u64).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    for (_, _, values) in order {
+        bytes.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    }
+    bytes
+}
+
+struct TensorInfo {
+    dtype: String,
+    dims: Vec<usize>,
+    offsets: (u64, u64),
+}
+
+impl TensorInfo {
+    fn parse(value: Json) -> Result<Self, String> {
+        let mut fields = value.into_members().ok_or("its entry is not a JSON object")?;
+        let mut take = |key: &str| fields.remove(key).ok_or(format!("`{key}` is missing"));
+        let Json::String(dtype) = take("dtype")? else {
+            return Err("`dtype` is not a string".into());
+        };
+        let malformed = |key: &str| format!("`{key}` is not a list of non-negative integers that fit");
+        let dims = match take("shape")? {
+            Json::Array(items) => items
+                .iter()
+                .map(|d| d.as_u64().and_then(|d| usize::try_from(d).ok()))
+                .collect::<Option<Vec<usize>>>(),
+            _ => None,
+        }
+        .ok_or_else(|| malformed("shape"))?;
+        let offsets = match take("data_offsets")? {
+            Json::Array(items) => match items.as_slice() {
+                [begin, end] => begin.as_u64().zip(end.as_u64()),
+                _ => None,
+            },
+            _ => None,
+        }
+        .ok_or_else(|| "`data_offsets` is not two non-negative integers".to_string())?;
+        Ok(TensorInfo { dtype, dims, offsets })
+    }
+
+    /// The bytes the dims take in this dtype.
+    fn byte_size(&self) -> Result<u64, String> {
+        let bits = dtype_bits(&self.dtype).ok_or_else(|| format!("unknown dtype `{}`", self.dtype))?;
+        let overflow = || format!("dims {:?} overflow", self.dims);
+        let numel = self
+            .dims
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(d as u64))
+            .ok_or_else(overflow)?;
+        let total_bits = numel.checked_mul(bits).ok_or_else(overflow)?;
+        if total_bits % 8 != 0 {
+            return Err(format!(
+                "{numel} values of {} do not fill whole bytes",
+                self.dtype
+            ));
+        }
+        Ok(total_bits / 8)
+    }
+}
+
+/// Bits per value of each dtype the format defines.
+fn dtype_bits(dtype: &str) -> Option<u64> {
+    Some(match dtype {
+        "F4" => 4,
+        "F6_E2M3" | "F6_E3M2" => 6,
+        "BOOL" | "U8" | "I8" | "F8_E5M2" | "F8_E4M3" | "F8_E8M0" => 8,
+        "I16" | "U16" | "F16" | "BF16" => 16,
+        "I32" | "U32" | "F32" => 32,
+        "I64" | "U64" | "F64" | "C64" => 64,
+        _ => return None,
+    })
+}
+
+/// `__metadata__`, if present, maps strings to strings.
+fn check_metadata(value: Json) -> Result<(), String> {
+    match value {
+        Json::Object(members) if members.iter().all(|(_, v)| matches!(v, Json::String(_))) => Ok(()),
+        _ => Err("`__metadata__` is not an object of strings".into()),
+    }
+}
