@@ -1,4 +1,4 @@
-//! Random typed graphs with gradients (proptest): values against the f64 reference evaluator,
+//! Random typed graphs with gradients (seeded random cases): values against the f64 reference evaluator,
 //! gradients against f64 central finite differences.
 //!
 //! Each case starts from one to three tracked leaves of small run-time shapes
@@ -56,7 +56,7 @@
 //! `cargo test` runs 64 cases (well under a second at the test profile). For a long run:
 //!
 //! ```text
-//! PROPTEST_CASES=100000 cargo test --release --test hardening_graphs -- --nocapture
+//! TEENYGRAD_CASES=100000 cargo test --release --test hardening_graphs -- --nocapture
 //! ```
 //!
 //! (about 5.5 minutes on a 2-core machine), which prints the number of cases, elements compared
@@ -66,8 +66,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use proptest::prelude::*;
-use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
+mod support;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use teenygrad::lazy::reference;
@@ -94,19 +94,17 @@ struct Case {
     order: u32,
 }
 
-fn case_strategy() -> impl Strategy<Value = Case> {
-    (
-        any::<u64>(),
-        proptest::collection::vec((1..=4usize, 1..=4usize), 1..=3),
-        proptest::collection::vec((0..KINDS, any::<u32>()), 1..=10),
-        any::<u32>(),
-    )
-        .prop_map(|(seed, leaves, steps, order)| Case {
-            seed,
-            leaves,
-            steps,
-            order,
-        })
+fn random_case(rng: &mut StdRng) -> Case {
+    Case {
+        seed: rng.random(),
+        leaves: (0..rng.random_range(1..=3))
+            .map(|_| (rng.random_range(1..=4), rng.random_range(1..=4)))
+            .collect(),
+        steps: (0..rng.random_range(1..=10))
+            .map(|_| (rng.random_range(0..KINDS), rng.random()))
+            .collect(),
+        order: rng.random(),
+    }
 }
 
 /// The leaf values of a case, uniform in [-1.5, 1.5].
@@ -703,11 +701,11 @@ fn difference(case: &Case, data: &[Vec<f32>], j: usize, i: usize) -> Fd {
     }
 }
 
-fn fail(msg: String) -> Result<(), TestCaseError> {
-    Err(TestCaseError::fail(msg))
+fn fail(msg: String) -> Result<(), String> {
+    Err(msg)
 }
 
-fn check_case(case: &Case) -> Result<(), TestCaseError> {
+fn check_case(case: &Case) -> Result<(), String> {
     let data = leaf_data(case);
     let built = build(case, &data);
 
@@ -730,7 +728,7 @@ fn check_case(case: &Case) -> Result<(), TestCaseError> {
     // Realize in a random order.
     let mut c = Choices::new(case.order, 2000);
     let mode = c.pick(4);
-    let compare = |i: usize, t: &T2| -> Result<(), TestCaseError> {
+    let compare = |i: usize, t: &T2| -> Result<(), String> {
         let fast = t.to_vec();
         if fast.len() != exact[i].len() {
             return fail(format!(
@@ -827,23 +825,17 @@ fn check_case(case: &Case) -> Result<(), TestCaseError> {
 #[test]
 fn random_typed_graphs_match_the_reference_and_finite_differences() {
     let _serial = serial();
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(64);
-    let config = Config {
-        cases,
-        source_file: Some(file!()),
-        // Failing cases are saved beside this file, in `hardening_graphs.proptest-regressions`.
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
-            "proptest-regressions",
-        ))),
-        max_shrink_iters: 2000,
-        ..Config::default()
-    };
     let started = std::time::Instant::now();
-    let mut runner = TestRunner::new(config);
-    let result = runner.run(&case_strategy(), |case| check_case(&case));
+    support::run_cases(
+        "random_typed_graphs_match_the_reference_and_finite_differences",
+        64,
+        random_case,
+        |case| {
+            if let Err(e) = check_case(case) {
+                panic!("{e}");
+            }
+        },
+    );
     println!(
         "hardening_graphs: {} cases passed in {:.1?}; {} values and {} gradient elements compared, \
          {} elements near a kink, {} leaves the loss did not reach, {} cases skipped (values > 1e6); \
@@ -861,7 +853,30 @@ fn random_typed_graphs_match_the_reference_and_finite_differences() {
         f64::from_bits(WORST_VALUE.load(Ordering::Relaxed)),
         f64::from_bits(WORST_GRAD.load(Ordering::Relaxed)),
     );
-    if let Err(e) = result {
+}
+
+/// A case kept from an earlier random run. Not an engine bug: `sin` of values near 8e4 makes the
+/// loss oscillate faster than the finite difference's step, so it exercises the difference's
+/// uncertainty estimate.
+#[test]
+fn fast_oscillating_sin_case() {
+    let _serial = serial();
+    let case = Case {
+        seed: 14755452628851481062,
+        leaves: vec![(2, 3), (2, 2)],
+        steps: vec![
+            (10, 262743098),
+            (0, 848160364),
+            (3, 2517690199),
+            (5, 1481588787),
+            (0, 3057609649),
+            (5, 777525399),
+            (0, 3469264820),
+            (0, 175403360),
+        ],
+        order: 112423,
+    };
+    if let Err(e) = check_case(&case) {
         panic!("{e}");
     }
 }

@@ -1,4 +1,4 @@
-//! Random graphs of the lazy buffer against the f64 reference evaluator (proptest).
+//! Random graphs of the lazy buffer against the f64 reference evaluator (seeded random cases).
 //!
 //! Each case chains 6 to 12 steps; every step applies a random movement op (permute, reshape,
 //! expand, pad, shrink, a copy, or none) and then a computing op (an elementwise function, a
@@ -37,9 +37,10 @@
 //! bounds. Values are kept within [-64, 64] by exact power-of-two rescaling so nothing overflows.
 //!
 //! The case count defaults to 256 (well under a second in the opt-level 1 test profile); set
-//! `PROPTEST_CASES` to run more (10,000 take about 15 s).
+//! `TEENYGRAD_CASES` to run more (10,000 take about 15 s).
 
-use proptest::prelude::*;
+mod support;
+
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -557,27 +558,41 @@ fn run_graph(seed: u64, steps: &[(bool, u64)]) {
     );
 }
 
-fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(256);
-    ProptestConfig {
-        cases,
-        ..ProptestConfig::default()
-    }
+#[derive(Debug)]
+struct Case {
+    seed: u64,
+    /// Per step: whether to realize after it, and its seed.
+    steps: Vec<(bool, u64)>,
 }
 
-proptest! {
-    #![proptest_config(config())]
+#[test]
+fn random_graphs_match_the_reference() {
+    support::run_cases(
+        "random_graphs_match_the_reference",
+        256,
+        |rng| Case {
+            seed: rng.random(),
+            steps: (0..rng.random_range(6..=12))
+                .map(|_| (rng.random_bool(0.15), rng.random()))
+                .collect(),
+        },
+        |case| run_graph(case.seed, &case.steps),
+    );
+}
 
-    #[test]
-    fn random_graphs_match_the_reference(
-        seed in any::<u64>(),
-        steps in prop::collection::vec((prop::bool::weighted(0.15), any::<u64>()), 6..=12),
-    ) {
-        run_graph(seed, &steps);
-    }
+/// A graph that once failed, found by an earlier random run.
+#[test]
+fn regression_graph() {
+    let steps = [
+        4928218785118324864,
+        7680320307122953939,
+        8972660302643318940,
+        15488531602202417446,
+        16734448909615494608,
+        809843683112076078,
+    ]
+    .map(|seed| (false, seed));
+    run_graph(2300069264422923920, &steps);
 }
 
 /// A few fixed seeds, so a plain `cargo test` always covers the same graphs too.
