@@ -294,3 +294,41 @@ fn a_hundred_thousand_op_chain_realizes_and_drops() {
     assert_eq!(reference::evaluate(&y), vec![0.5, 0.5]);
     assert_eq!(y.to_vec(), vec![0.5, 0.5]);
 }
+
+/// A large elementwise kernel may be split across threads (`stats.parallel_kernels`); each
+/// thread computes whole blocks of the same program, so the result is bit-identical to the same
+/// kernel run in pieces too small to split. Covered: contiguous, transposed (gathered) and
+/// broadcast leaves, and a length that is not a multiple of the block.
+#[test]
+fn a_large_kernel_split_across_threads_equals_small_pieces_bit_for_bit() {
+    let _serial = serial();
+    let (rows, cols) = (301, 997); // 300,097 elements: above the split threshold
+    let a = ramp(rows * cols, &[rows, cols]);
+    let t = ramp(rows * cols, &[cols, rows]).permute(&[1, 0]);
+    let b = ramp(cols, &[1, cols]).expand(&[rows, cols]);
+    let f = |a: &LazyBuffer, t: &LazyBuffer, b: &LazyBuffer| chain8(&a.add(t)).mul(b).unary(UnaryOp::Tanh);
+
+    stats::reset();
+    let whole = f(&a, &t, &b).to_vec();
+    let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
+    let split = std::env::var("TEENYGRAD_THREADS").map_or(threads > 1, |v| v.parse::<usize>().unwrap() > 1);
+    assert_eq!(
+        stats::get().parallel_kernels,
+        u64::from(split),
+        "{:?}",
+        stats::get()
+    );
+
+    // Row bands of 64 × 997 = 63,808 elements each run on one thread.
+    let mut pieces = Vec::with_capacity(rows * cols);
+    for lo in (0..rows).step_by(64) {
+        let band = [(lo, (lo + 64).min(rows)), (0, cols)];
+        pieces.extend(f(&a.shrink(&band), &t.shrink(&band), &b.shrink(&band)).to_vec());
+    }
+    assert_eq!(stats::get().parallel_kernels, u64::from(split));
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert!(
+        bits(&whole) == bits(&pieces),
+        "the split kernel differs from the pieces"
+    );
+}

@@ -3,11 +3,12 @@
 //! full-size temporaries.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::mem::MaybeUninit;
+use std::sync::{Arc, OnceLock};
 
-use super::alloc;
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
 use super::view::View;
+use super::{alloc, stats};
 use crate::shape::runtime::numel;
 
 /// Elements per block: a few blocks of every live value fit in L1/L2 together.
@@ -86,17 +87,6 @@ impl FusedKernel {
                 .collect()
         });
         let n = numel(&self.shape);
-        let (run_len, out_len) = if self.reduce.is_some() {
-            let run_len: usize = reduced.iter().map(|&a| self.shape[a]).product();
-            let kept: usize = (0..rank)
-                .filter(|a| !reduced.contains(a))
-                .map(|a| self.shape[a])
-                .product();
-            (run_len, kept)
-        } else {
-            (1, n)
-        };
-
         let access: Vec<LeafAccess> = self
             .leaves
             .iter()
@@ -114,92 +104,40 @@ impl FusedKernel {
                 }
             })
             .collect();
-        let slots = assign_slots(self.leaves.len(), &self.program);
-        let slot_count = slots.iter().flatten().max().map_or(0, |&m| m + 1);
-        let mut slot_bufs: Vec<Vec<f32>> = (0..slot_count).map(|_| scratch_block(BLOCK.min(n))).collect();
-        let mut gathered: Vec<Vec<f32>> = access
-            .iter()
-            .map(|a| match a {
-                LeafAccess::Strided(_) => scratch_block(BLOCK.min(n)),
-                _ => Vec::new(),
-            })
-            .collect();
-
-        // Without a reduction the output grows block by block (no zeroing pass over fresh pages)
-        // and the last instruction writes straight into it.
-        let mut out = match &self.reduce {
-            Some((op, _)) => alloc::output_filled(out_len, op.identity()),
-            None => alloc::output(out_len),
+        let plan = Plan {
+            kernel: self,
+            slots: assign_slots(self.leaves.len(), &self.program),
+            access,
+            n,
         };
-        let mut sums = match &self.reduce {
-            Some((ReduceOp::Sum, _)) => alloc::filled(out_len, 0.0f64),
+        let Some((op, _)) = &self.reduce else {
+            return plan.run_elementwise();
+        };
+
+        let run_len: usize = reduced.iter().map(|&a| self.shape[a]).product();
+        let out_len: usize = (0..rank)
+            .filter(|a| !reduced.contains(a))
+            .map(|a| self.shape[a])
+            .product();
+        let mut out = alloc::output_filled(out_len, op.identity());
+        let mut sums = match op {
+            ReduceOp::Sum => alloc::filled(out_len, 0.0f64),
             _ => Vec::new(),
         };
-        let direct_root = self.reduce.is_none() && !self.program.is_empty();
-
-        let mut start = 0;
-        while start < n {
-            let len = BLOCK.min(n - start);
-            for ((scratch, a), leaf) in gathered.iter_mut().zip(&access).zip(&self.leaves) {
-                if let LeafAccess::Strided(view) = a {
-                    gather(&leaf.buf, view, start, &mut scratch[..len]);
-                }
+        let mut blocks = plan.blocks();
+        for start in (0..n).step_by(BLOCK) {
+            let values = blocks.compute(start, BLOCK.min(n - start));
+            if columns {
+                accumulate_columns(*op, values, start, &mut out, &mut sums);
+            } else {
+                accumulate(*op, values, start, run_len, &mut out, &mut sums);
             }
-            let leaf_block = |v: usize| -> &[f32] {
-                match &access[v] {
-                    LeafAccess::Contiguous(off) => &self.leaves[v].buf[off + start..off + start + len],
-                    LeafAccess::Broadcast(block) => &block[..len],
-                    LeafAccess::Strided(_) => &gathered[v][..len],
-                }
-            };
-            for (i, instr) in self.program.iter().enumerate() {
-                if direct_root && i + 1 == self.program.len() {
-                    out.resize(start + len, 0.0);
-                    let value = |v: usize| -> &[f32] {
-                        if v < self.leaves.len() {
-                            leaf_block(v)
-                        } else {
-                            &slot_bufs[slots[v].expect("values have slots")][..len]
-                        }
-                    };
-                    execute(instr, &value, &mut out[start..start + len]);
-                    break;
-                }
-                let target = slots[self.leaves.len() + i].expect("instructions have slots");
-                let mut result = std::mem::take(&mut slot_bufs[target]);
-                {
-                    let value = |v: usize| -> &[f32] {
-                        if v < self.leaves.len() {
-                            leaf_block(v)
-                        } else {
-                            &slot_bufs[slots[v].expect("values have slots")][..len]
-                        }
-                    };
-                    execute(instr, &value, &mut result[..len]);
-                }
-                slot_bufs[target] = result;
-            }
-            if !direct_root {
-                let root = self.leaves.len() + self.program.len() - 1;
-                let values: &[f32] = if root < self.leaves.len() {
-                    leaf_block(root)
-                } else {
-                    &slot_bufs[slots[root].expect("root has a slot")][..len]
-                };
-                match &self.reduce {
-                    None => out.extend_from_slice(values),
-                    Some((op, _)) if columns => accumulate_columns(*op, values, start, &mut out, &mut sums),
-                    Some((op, _)) => accumulate(*op, values, start, run_len, &mut out, &mut sums),
-                }
-            }
-            start += len;
         }
         if !sums.is_empty() {
             for (o, s) in out.iter_mut().zip(&sums) {
                 *o = *s as f32;
             }
         }
-        return_scratch(slot_bufs.into_iter().chain(gathered));
         out
     }
 
@@ -221,6 +159,150 @@ impl FusedKernel {
             ),
         }
     }
+}
+
+/// A kernel ready to run: how each leaf is read and which block buffer holds each value.
+struct Plan<'k> {
+    kernel: &'k FusedKernel,
+    access: Vec<LeafAccess<'k>>,
+    slots: Vec<Option<usize>>,
+    n: usize,
+}
+
+impl Plan<'_> {
+    /// Block buffers for one thread running this plan.
+    fn blocks(&self) -> Blocks<'_> {
+        let len = BLOCK.min(self.n);
+        let slot_count = self.slots.iter().flatten().max().map_or(0, |&m| m + 1);
+        Blocks {
+            plan: self,
+            slot_bufs: (0..slot_count).map(|_| scratch_block(len)).collect(),
+            gathered: (self.access.iter())
+                .map(|a| match a {
+                    LeafAccess::Strided(_) => scratch_block(len),
+                    _ => Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The output of a kernel without a reduction, split across threads when it is large.
+    fn run_elementwise(&self) -> Vec<f32> {
+        let n = self.n;
+        let mut out = alloc::output(n);
+        let threads = threads_for(n);
+        // Whole blocks per thread, so each thread computes exactly the blocks one thread would.
+        let chunk = n.div_ceil(threads).next_multiple_of(BLOCK).max(BLOCK);
+        let spare = &mut out.spare_capacity_mut()[..n];
+        let fill = |part: &mut [MaybeUninit<f32>], offset: usize| {
+            let mut blocks = self.blocks();
+            for (k, dst) in part.chunks_mut(BLOCK).enumerate() {
+                let values = blocks.compute(offset + k * BLOCK, dst.len());
+                for (d, &v) in dst.iter_mut().zip(values) {
+                    d.write(v);
+                }
+            }
+        };
+        if threads > 1 {
+            stats::update(|s| s.parallel_kernels += 1);
+            std::thread::scope(|scope| {
+                let mut parts = spare.chunks_mut(chunk).enumerate();
+                let first = parts.next();
+                for (i, part) in parts {
+                    scope.spawn(move || fill(part, i * chunk));
+                }
+                if let Some((_, part)) = first {
+                    fill(part, 0);
+                }
+            });
+        } else {
+            fill(spare, 0);
+        }
+        // SAFETY: `fill` wrote every element of `spare`, the first `n` of the spare capacity (a
+        // panic in any thread propagates out of the scope before this line).
+        unsafe { out.set_len(n) };
+        out
+    }
+}
+
+/// One thread's working state for a plan: a block buffer per live value and per gathered leaf.
+struct Blocks<'p> {
+    plan: &'p Plan<'p>,
+    slot_bufs: Vec<Vec<f32>>,
+    gathered: Vec<Vec<f32>>,
+}
+
+impl Blocks<'_> {
+    /// Computes every value over positions `start..start + len` (at most a block) and returns
+    /// the result's.
+    fn compute(&mut self, start: usize, len: usize) -> &[f32] {
+        let plan = self.plan;
+        let kernel = plan.kernel;
+        let leaves = kernel.leaves.len();
+        for ((scratch, a), leaf) in self.gathered.iter_mut().zip(&plan.access).zip(&kernel.leaves) {
+            if let LeafAccess::Strided(view) = a {
+                gather(&leaf.buf, view, start, &mut scratch[..len]);
+            }
+        }
+        let gathered = &self.gathered;
+        let leaf_block = |v: usize| -> &[f32] {
+            match &plan.access[v] {
+                LeafAccess::Contiguous(off) => &kernel.leaves[v].buf[off + start..off + start + len],
+                LeafAccess::Broadcast(block) => &block[..len],
+                LeafAccess::Strided(_) => &gathered[v][..len],
+            }
+        };
+        for (i, instr) in kernel.program.iter().enumerate() {
+            let target = plan.slots[leaves + i].expect("instructions have slots");
+            let mut result = std::mem::take(&mut self.slot_bufs[target]);
+            {
+                let slot_bufs = &self.slot_bufs;
+                let value = |v: usize| -> &[f32] {
+                    if v < leaves {
+                        leaf_block(v)
+                    } else {
+                        &slot_bufs[plan.slots[v].expect("values have slots")][..len]
+                    }
+                };
+                execute(instr, &value, &mut result[..len]);
+            }
+            self.slot_bufs[target] = result;
+        }
+        let root = leaves + kernel.program.len() - 1;
+        if root < leaves {
+            leaf_block(root)
+        } else {
+            &self.slot_bufs[plan.slots[root].expect("root has a slot")][..len]
+        }
+    }
+}
+
+impl Drop for Blocks<'_> {
+    fn drop(&mut self) {
+        return_scratch(self.slot_bufs.drain(..).chain(self.gathered.drain(..)));
+    }
+}
+
+/// Elementwise kernels of at least this many elements are split across threads. Starting a
+/// thread costs some tens of microseconds; a kernel this size takes at least about 100 µs.
+const PARALLEL_MIN: usize = 1 << 17;
+
+/// How many threads run an elementwise kernel of `n` elements: one below [`PARALLEL_MIN`], else
+/// up to the machine's parallelism (`TEENYGRAD_THREADS` overrides it; `1` turns splitting off),
+/// with at least half of `PARALLEL_MIN` elements each.
+fn threads_for(n: usize) -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    if n < PARALLEL_MIN {
+        return 1;
+    }
+    let threads = *THREADS.get_or_init(|| {
+        std::env::var("TEENYGRAD_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |p| p.get()))
+            .clamp(1, 64)
+    });
+    threads.min(n / (PARALLEL_MIN / 2))
 }
 
 thread_local! {
