@@ -540,7 +540,14 @@ pub(crate) fn gather(buf: &[f32], view: &View, start: usize, out: &mut [f32]) {
         return;
     }
     let last = rank - 1;
-    let mut index = vec![0usize; rank];
+    // Ranks up to 8 keep the index on the stack: a gather runs once per block.
+    let (mut small, mut large) = ([0usize; 8], Vec::new());
+    let index: &mut [usize] = if rank <= small.len() {
+        &mut small[..rank]
+    } else {
+        large.resize(rank, 0);
+        &mut large
+    };
     let mut rest = start;
     for d in (0..rank).rev() {
         index[d] = rest % shape[d];

@@ -30,13 +30,38 @@ pub(crate) enum Op {
     Contiguous(LazyBuffer),
 }
 
+/// The one to three inputs of an op, held inline: listing them is frequent in scheduling and
+/// dropping, and must not allocate.
+pub(crate) struct Inputs<'a> {
+    items: [&'a LazyBuffer; 3],
+    len: usize,
+}
+
+impl<'a> std::ops::Deref for Inputs<'a> {
+    type Target = [&'a LazyBuffer];
+
+    fn deref(&self) -> &Self::Target {
+        &self.items[..self.len]
+    }
+}
+
+impl<'a> IntoIterator for Inputs<'a> {
+    type Item = &'a LazyBuffer;
+    type IntoIter = std::iter::Take<std::array::IntoIter<&'a LazyBuffer, 3>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter().take(self.len)
+    }
+}
+
 impl Op {
-    pub(crate) fn inputs(&self) -> Vec<&LazyBuffer> {
-        match self {
-            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) => vec![a],
-            Op::Binary(_, a, b) | Op::MatMul(a, b) => vec![a, b],
-            Op::Where(c, a, b) => vec![c, a, b],
-        }
+    pub(crate) fn inputs(&self) -> Inputs<'_> {
+        let (items, len) = match self {
+            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) => ([a, a, a], 1),
+            Op::Binary(_, a, b) | Op::MatMul(a, b) => ([a, b, b], 2),
+            Op::Where(c, a, b) => ([c, a, b], 3),
+        };
+        Inputs { items, len }
     }
 
     pub(crate) fn is_elementwise(&self) -> bool {
@@ -64,12 +89,14 @@ impl Op {
         }
     }
 
-    fn into_inputs(self) -> Vec<LazyBuffer> {
+    fn into_inputs(self) -> impl Iterator<Item = LazyBuffer> {
         match self {
-            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) => vec![a],
-            Op::Binary(_, a, b) | Op::MatMul(a, b) => vec![a, b],
-            Op::Where(c, a, b) => vec![c, a, b],
+            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) => [Some(a), None, None],
+            Op::Binary(_, a, b) | Op::MatMul(a, b) => [Some(a), Some(b), None],
+            Op::Where(c, a, b) => [Some(c), Some(a), Some(b)],
         }
+        .into_iter()
+        .flatten()
     }
 }
 
@@ -154,7 +181,7 @@ impl Drop for Node {
             State::Realized(buf) => return super::alloc::recycle(buf),
             State::Dropped => return,
         };
-        let mut stack: Vec<Arc<Node>> = op.into_inputs().into_iter().map(|b| b.node).collect();
+        let mut stack: Vec<Arc<Node>> = op.into_inputs().map(|b| b.node).collect();
         while let Some(node) = stack.pop() {
             if let Ok(mut node) = Arc::try_unwrap(node) {
                 let state = std::mem::replace(
@@ -162,7 +189,7 @@ impl Drop for Node {
                     State::Dropped,
                 );
                 match state {
-                    State::Pending(op) => stack.extend(op.into_inputs().into_iter().map(|b| b.node)),
+                    State::Pending(op) => stack.extend(op.into_inputs().map(|b| b.node)),
                     State::Realized(buf) => super::alloc::recycle(buf),
                     State::Dropped => {}
                 }

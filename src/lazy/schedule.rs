@@ -98,7 +98,7 @@ fn realize_single(root: &LazyBuffer) -> bool {
         };
         let inputs = op.inputs();
         let mut bufs = Vec::with_capacity(3);
-        for input in &inputs {
+        for input in inputs.iter() {
             // Another node's lock: the graph is acyclic, so never the one held.
             let Some(buf) = input.node.buffer() else {
                 return false;
@@ -182,6 +182,17 @@ fn record(node: &Node, output: Vec<f32>, ops: usize, trace: Option<(String, Inst
     node.set_realized(Arc::new(output));
 }
 
+/// Who reads a node, as far as fusing it goes.
+#[derive(Clone, Copy)]
+enum Consumers {
+    /// Nothing in the graph (a root).
+    None,
+    /// Only nodes of this kernel.
+    OneKernel(usize),
+    /// Several kernels, or a matmul (which needs its operands in buffers).
+    Unfusable,
+}
+
 /// The pending part of the graph, in topological order (inputs first).
 struct Graph {
     nodes: Vec<Arc<Node>>,
@@ -239,35 +250,37 @@ impl Graph {
     /// Assigns each node to a kernel, consumers before producers.
     fn group(&mut self, roots: &[&LazyBuffer], forced: &FastSet<u64>) {
         let n = self.nodes.len();
-        let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (i, op) in self.ops.iter().enumerate() {
-            for input in op.inputs() {
-                if let Some(&j) = self.index.get(&input.node.id) {
-                    consumers[j].push(i);
-                }
-            }
-        }
+        // What each node's consumers are, filled in as they are assigned: consumers come later in
+        // topological order, so when the reverse pass reaches a node all of them are known.
+        let mut consumed_by = vec![Consumers::None; n];
         let requested: FastSet<u64> = roots.iter().map(|r| r.node.id).collect();
         let mut kernel_size = vec![0usize; n];
         self.kernel_of = (0..n).collect();
         for i in (0..n).rev() {
             let id = self.nodes[i].id;
             let mut target = None;
-            if self.ops[i].is_elementwise() && !requested.contains(&id) && !forced.contains(&id) {
-                let kernels: FastSet<usize> = consumers[i].iter().map(|&c| self.kernel_of[c]).collect();
-                let feeds_fusable = consumers[i]
-                    .iter()
-                    .all(|&c| !matches!(self.ops[c], Op::MatMul(..)));
-                if kernels.len() == 1 && feeds_fusable {
-                    let k = *kernels.iter().next().expect("one kernel");
-                    if kernel_size[k] < MAX_FUSED_OPS {
-                        target = Some(k);
-                    }
-                }
+            if self.ops[i].is_elementwise()
+                && !requested.contains(&id)
+                && !forced.contains(&id)
+                && let Consumers::OneKernel(k) = consumed_by[i]
+                && kernel_size[k] < MAX_FUSED_OPS
+            {
+                target = Some(k);
             }
             let k = target.unwrap_or(i);
             self.kernel_of[i] = k;
             kernel_size[k] += 1;
+            let is_matmul = matches!(self.ops[i], Op::MatMul(..));
+            for input in self.ops[i].inputs() {
+                if let Some(&j) = self.index.get(&input.node.id) {
+                    consumed_by[j] = match consumed_by[j] {
+                        _ if is_matmul => Consumers::Unfusable,
+                        Consumers::None => Consumers::OneKernel(k),
+                        Consumers::OneKernel(other) if other == k => Consumers::OneKernel(k),
+                        _ => Consumers::Unfusable,
+                    };
+                }
+            }
         }
     }
 
