@@ -4,10 +4,13 @@ installed, the same steps in PyTorch on the same machine in the same run, and pr
 
     python3 benches/compare_pytorch.py [--threads N]
 
+--threads N sets both sides' thread count: PyTorch's intra-op threads and TEENYGRAD_THREADS.
+
 Not part of `cargo test`. Without PyTorch it prints teenygrad's figures and says PyTorch was
 skipped.
 """
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -21,13 +24,16 @@ STEPS = [
 UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def teenygrad_times():
+def teenygrad_times(threads):
     """Runs the criterion bench and returns {bench name: median seconds}."""
+    command = ["cargo", "bench", "--bench", "mlp_step"]
+    env = dict(os.environ, TEENYGRAD_THREADS=str(threads))
     out = subprocess.run(
-        ["cargo", "bench", "--bench", "mlp_step", "--", "--warm-up-time", "1", "--measurement-time", "3"],
+        command + ["--", "--warm-up-time", "1", "--measurement-time", "3"],
         check=True,
         capture_output=True,
         text=True,
+        env=env,
     ).stdout
     times = {}
     name = None
@@ -76,9 +82,9 @@ def torch_step_time(sizes, batch, threads):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, default=1, help="PyTorch intra-op threads (default 1)")
+    parser.add_argument("--threads", type=int, default=1, help="threads for both (default 1)")
     args = parser.parse_args()
-    ours = teenygrad_times()
+    ours = teenygrad_times(args.threads)
     try:
         import torch  # noqa: F401
 

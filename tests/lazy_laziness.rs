@@ -295,7 +295,7 @@ fn a_hundred_thousand_op_chain_realizes_and_drops() {
     assert_eq!(y.to_vec(), vec![0.5, 0.5]);
 }
 
-/// A large elementwise kernel may be split across threads (`stats.parallel_kernels`); each
+/// A large elementwise kernel may be split across threads (`stats.parallel_jobs`); each
 /// thread computes whole blocks of the same program, so the result is bit-identical to the same
 /// kernel run in pieces too small to split. Covered: contiguous, transposed (gathered) and
 /// broadcast leaves, and a length that is not a multiple of the block.
@@ -312,23 +312,52 @@ fn a_large_kernel_split_across_threads_equals_small_pieces_bit_for_bit() {
     let whole = f(&a, &t, &b).to_vec();
     let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
     let split = std::env::var("TEENYGRAD_THREADS").map_or(threads > 1, |v| v.parse::<usize>().unwrap() > 1);
-    assert_eq!(
-        stats::get().parallel_kernels,
-        u64::from(split),
-        "{:?}",
-        stats::get()
-    );
+    assert_eq!(stats::get().parallel_jobs, u64::from(split), "{:?}", stats::get());
 
-    // Row bands of 64 × 997 = 63,808 elements each run on one thread.
+    // Row bands of 32 × 997 = 31,904 elements each run on one thread.
     let mut pieces = Vec::with_capacity(rows * cols);
-    for lo in (0..rows).step_by(64) {
-        let band = [(lo, (lo + 64).min(rows)), (0, cols)];
+    for lo in (0..rows).step_by(32) {
+        let band = [(lo, (lo + 32).min(rows)), (0, cols)];
         pieces.extend(f(&a.shrink(&band), &t.shrink(&band), &b.shrink(&band)).to_vec());
     }
-    assert_eq!(stats::get().parallel_kernels, u64::from(split));
+    assert_eq!(stats::get().parallel_jobs, u64::from(split));
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert!(
         bits(&whole) == bits(&pieces),
         "the split kernel differs from the pieces"
+    );
+}
+
+/// A large product is split between threads by rows of C, each row computed by one sgemm call
+/// over the whole inner dim, so it equals, bit for bit, the same rows computed as products too
+/// small to split. A wide product (more columns than rows) is computed as its transpose: it
+/// equals `(bᵀ·aᵀ)ᵀ` computed explicitly.
+#[test]
+fn a_large_matmul_split_across_threads_equals_small_pieces_bit_for_bit() {
+    let _serial = serial();
+    let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    let (m, k, n) = (512, 128, 96); // 6.3M multiply-adds: split; bands of 128 rows are not
+    let a = ramp(m * k, &[m, k]).mul(&LazyBuffer::full(&[m, k], 0.37));
+    let b = ramp(k * n, &[k, n]);
+    LazyBuffer::realize_all(&[&a, &b]);
+    stats::reset();
+    let whole = a.matmul(&b).to_vec();
+    let split = std::thread::available_parallelism().map_or(1, |p| p.get()) > 1
+        && std::env::var("TEENYGRAD_THREADS").map_or(true, |v| v != "1");
+    assert_eq!(stats::get().parallel_jobs > 0, split, "{:?}", stats::get());
+    let mut pieces = Vec::with_capacity(m * n);
+    for lo in (0..m).step_by(128) {
+        pieces.extend(a.shrink(&[(lo, lo + 128), (0, k)]).matmul(&b).to_vec());
+    }
+    assert!(
+        bits(whole) == bits(pieces),
+        "the split product differs from the pieces"
+    );
+
+    let wide = b.permute(&[1, 0]).matmul(&a.permute(&[1, 0])); // [96, 128] x [128, 512]
+    let explicit = a.matmul(&b).permute(&[1, 0]).contiguous();
+    assert!(
+        bits(wide.to_vec()) == bits(explicit.to_vec()),
+        "the wide product differs"
     );
 }

@@ -4,7 +4,8 @@
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use teenygrad::nn::{Init, Linear, Params};
+use teenygrad::lazy::stats;
+use teenygrad::nn::{Init, Linear, Param, Params};
 use teenygrad::optim::{Adam, Optimizer, Sgd};
 use teenygrad::prelude::*;
 
@@ -332,5 +333,103 @@ trait StepDyn {
 impl<O: Optimizer> StepDyn for O {
     fn step_dyn(&mut self, model: &mut Model) {
         self.step(model);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Large parameters, split across threads
+
+const BIG: usize = 1 << 17;
+const QUARTER: usize = BIG / 4;
+
+/// One parameter of `BIG` elements: large enough that its update is split across threads.
+struct Whole(Tensor<Rank1<BIG>, Tracked>);
+/// The same values as four parameters, each too small to split.
+struct Quarters([Tensor<Rank1<QUARTER>, Tracked>; 4]);
+
+impl Params for Whole {
+    fn visit(&self, _: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+        f("w", &self.0);
+    }
+    fn visit_mut(&mut self, _: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+        f("w", &mut self.0);
+    }
+}
+
+impl Params for Quarters {
+    fn visit(&self, _: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+        self.0.iter().for_each(|q| f("q", q));
+    }
+    fn visit_mut(&mut self, _: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+        self.0.iter_mut().for_each(|q| f("q", q));
+    }
+}
+
+fn values(n: usize, seed: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7 + seed * 13) % 97) as f32 / 97.0 - 0.5)
+        .collect()
+}
+
+/// Each element's update depends on that element alone, so splitting a large parameter's update
+/// across threads gives, bit for bit, what updating the same values in small pieces gives.
+#[test]
+fn large_parameter_updates_split_across_threads_match_small_pieces() {
+    let quarter = |v: &[f32], k: usize| {
+        Tensor::<Rank1<QUARTER>>::from_vec(v[k * QUARTER..(k + 1) * QUARTER].to_vec(), Default::default())
+            .unwrap()
+    };
+    let run = |opt: &mut dyn FnMut(&mut Whole, &mut Quarters)| {
+        let init = values(BIG, 0);
+        let mut whole = Whole(
+            Tensor::from_vec(init.clone(), Default::default())
+                .unwrap()
+                .requires_grad(),
+        );
+        let mut quarters = Quarters(std::array::from_fn(|k| quarter(&init, k).requires_grad()));
+        for step in 1..=3 {
+            let c = values(BIG, step);
+            let full = Tensor::<Rank1<BIG>>::from_vec(c.clone(), Default::default()).unwrap();
+            (&whole.0 * &full).sum_all().backward();
+            for (k, q) in quarters.0.iter().enumerate() {
+                (q * &quarter(&c, k)).sum_all().backward();
+            }
+            opt(&mut whole, &mut quarters);
+            whole.zero_grad();
+            quarters.zero_grad();
+        }
+        let split: Vec<u32> = whole.0.to_vec().iter().map(|v| v.to_bits()).collect();
+        let pieces: Vec<u32> = quarters
+            .0
+            .iter()
+            .flat_map(|q| q.to_vec())
+            .map(|v| v.to_bits())
+            .collect();
+        assert!(split == pieces, "the split update differs from the pieces");
+    };
+    let (mut a, mut b) = (
+        Sgd::new(0.1).momentum(0.9).nesterov(),
+        Sgd::new(0.1).momentum(0.9).nesterov(),
+    );
+    run(&mut |w, q| {
+        a.step(w);
+        b.step(q);
+    });
+    let (mut a, mut b) = (
+        Adam::new(0.01).weight_decay(0.1),
+        Adam::new(0.01).weight_decay(0.1),
+    );
+    stats::reset();
+    run(&mut |w, q| {
+        a.step(w);
+        b.step(q);
+    });
+    let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
+    if threads > 1 && std::env::var("TEENYGRAD_THREADS").is_err() {
+        assert!(
+            stats::get().parallel_jobs >= 3,
+            "the updates were not split: {:?}",
+            stats::get()
+        );
     }
 }

@@ -4,11 +4,11 @@
 
 use std::borrow::Cow;
 use std::mem::MaybeUninit;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
 use super::view::View;
-use super::{alloc, stats};
+use super::{alloc, parallel};
 use crate::shape::runtime::numel;
 
 /// Elements per block: a few blocks of every live value fit in L1/L2 together.
@@ -190,10 +190,6 @@ impl Plan<'_> {
     fn run_elementwise(&self) -> Vec<f32> {
         let n = self.n;
         let mut out = alloc::output(n);
-        let threads = threads_for(n);
-        // Whole blocks per thread, so each thread computes exactly the blocks one thread would.
-        let chunk = n.div_ceil(threads).next_multiple_of(BLOCK).max(BLOCK);
-        let spare = &mut out.spare_capacity_mut()[..n];
         let fill = |part: &mut [MaybeUninit<f32>], offset: usize| {
             let mut blocks = self.blocks();
             for (k, dst) in part.chunks_mut(BLOCK).enumerate() {
@@ -203,23 +199,24 @@ impl Plan<'_> {
                 }
             }
         };
-        if threads > 1 {
-            stats::update(|s| s.parallel_kernels += 1);
-            std::thread::scope(|scope| {
-                let mut parts = spare.chunks_mut(chunk).enumerate();
-                let first = parts.next();
-                for (i, part) in parts {
-                    scope.spawn(move || fill(part, i * chunk));
-                }
-                if let Some((_, part)) = first {
-                    fill(part, 0);
-                }
-            });
-        } else {
+        let spare = &mut out.spare_capacity_mut()[..n];
+        if n < 2 * PARALLEL_CHUNK || parallel::threads() == 1 {
             fill(spare, 0);
+        } else {
+            // Whole blocks per task, so each task computes exactly the blocks one thread would.
+            let chunk = n
+                .div_ceil(4 * parallel::threads())
+                .next_multiple_of(BLOCK)
+                .max(PARALLEL_CHUNK);
+            let parts: Vec<Mutex<&mut [MaybeUninit<f32>]>> =
+                spare.chunks_mut(chunk).map(Mutex::new).collect();
+            parallel::run(parts.len(), &|i| {
+                let mut part = parts[i].lock().unwrap_or_else(|e| e.into_inner());
+                fill(&mut part, i * chunk);
+            });
         }
         // SAFETY: `fill` wrote every element of `spare`, the first `n` of the spare capacity (a
-        // panic in any thread propagates out of the scope before this line).
+        // panic in any task propagates out of `parallel::run` before this line).
         unsafe { out.set_len(n) };
         out
     }
@@ -283,27 +280,9 @@ impl Drop for Blocks<'_> {
     }
 }
 
-/// Elementwise kernels of at least this many elements are split across threads. Starting a
-/// thread costs some tens of microseconds; a kernel this size takes at least about 100 µs.
-const PARALLEL_MIN: usize = 1 << 17;
-
-/// How many threads run an elementwise kernel of `n` elements: one below [`PARALLEL_MIN`], else
-/// up to the machine's parallelism (`TEENYGRAD_THREADS` overrides it; `1` turns splitting off),
-/// with at least half of `PARALLEL_MIN` elements each.
-fn threads_for(n: usize) -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    if n < PARALLEL_MIN {
-        return 1;
-    }
-    let threads = *THREADS.get_or_init(|| {
-        std::env::var("TEENYGRAD_THREADS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |p| p.get()))
-            .clamp(1, 64)
-    });
-    threads.min(n / (PARALLEL_MIN / 2))
-}
+/// The least work one thread takes of a split elementwise kernel: waking a worker costs a few
+/// microseconds, and this many elements take a few tens of microseconds.
+const PARALLEL_CHUNK: usize = 1 << 14;
 
 thread_local! {
     /// Block buffers of finished kernels, for the next kernel on this thread: every kernel needs a

@@ -47,9 +47,9 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> Vec<f32
             b.as_ptr().wrapping_offset(b_off),
         );
         let (a_strides, b_strides) = ((ast[rank - 2], ast[rank - 1]), (bst[rank - 2], bst[rank - 1]));
-        // sgemm splits its work between threads by rows of C: computing the transpose
-        // `Cᵀ = Bᵀ·Aᵀ` when C is wide (a batch of 128 against 512 features) gives the threads
-        // rows to share, and costs nothing on one thread (measured within ±5 % either way).
+        // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C is
+        // wide (a batch of 128 against 512 features) gives them more rows to share, and costs
+        // nothing on one thread (sgemm measured within ±5 % either way).
         let product = if n > m {
             Gemm {
                 m: n,
@@ -102,26 +102,61 @@ struct Gemm {
     c_strides: (isize, isize),
 }
 
+/// Products of at least this many multiply-adds are split between threads (about 40 µs of
+/// sgemm here); smaller ones cost more to hand out than they gain.
+const PARALLEL_MACS: usize = 1 << 22;
+
+/// Rows of C per split task are a multiple of this, so no task gets a sliver of a micro-kernel.
+const ROW_QUANTUM: usize = 32;
+
+// SAFETY: a `Gemm` only describes matrices; `run` reads `a` and `b` and writes disjoint row
+// ranges of C from each task, so sharing the description between threads is sound.
+unsafe impl Sync for Gemm {}
+
 impl Gemm {
+    /// Computes C, splitting its rows between threads when the product is large. Each row of C
+    /// is computed by one sgemm call over the whole `k`, so the split does not change results.
+    ///
     /// # Safety
     /// `a`, `b` and `c` with their strides must address `m×k`, `k×n` and `m×n` matrices within
     /// their allocations; `c`'s elements must not alias each other or `a`'s and `b`'s.
     unsafe fn run(&self, c: *mut f32) {
-        // SAFETY: as this function's contract says.
+        let threads = super::parallel::threads();
+        let macs = self.m.saturating_mul(self.k).saturating_mul(self.n);
+        if threads == 1 || macs < PARALLEL_MACS || self.m < 2 * ROW_QUANTUM {
+            // SAFETY: as this function's contract says.
+            return unsafe { self.rows(0..self.m, c) };
+        }
+        let rows = self.m.div_ceil(threads).next_multiple_of(ROW_QUANTUM);
+        let c = c as usize; // a plain number, to share with the tasks
+        super::parallel::run(self.m.div_ceil(rows), &|i| {
+            let range = i * rows..((i + 1) * rows).min(self.m);
+            // SAFETY: the tasks' row ranges are disjoint parts of `0..m`.
+            unsafe { self.rows(range, c as *mut f32) };
+        });
+    }
+
+    /// Rows `range` of C.
+    ///
+    /// # Safety
+    /// As for [`Gemm::run`], with `range` within `0..m`.
+    unsafe fn rows(&self, range: std::ops::Range<usize>, c: *mut f32) {
+        let start = range.start as isize;
+        // SAFETY: as this function's contract says; row `start` of A and of C lie within them.
         unsafe {
             matrixmultiply::sgemm(
-                self.m,
+                range.len(),
                 self.k,
                 self.n,
                 1.0,
-                self.a,
+                self.a.wrapping_offset(start * self.a_strides.0),
                 self.a_strides.0,
                 self.a_strides.1,
                 self.b,
                 self.b_strides.0,
                 self.b_strides.1,
                 0.0,
-                c,
+                c.wrapping_offset(start * self.c_strides.0),
                 self.c_strides.0,
                 self.c_strides.1,
             );

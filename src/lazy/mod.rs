@@ -26,6 +26,7 @@ mod kernel;
 mod matmul;
 mod node;
 pub mod ops;
+pub(crate) mod parallel;
 pub mod reference;
 mod schedule;
 pub mod stats;

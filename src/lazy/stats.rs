@@ -20,9 +20,9 @@ pub struct Stats {
     pub bytes_allocated: u64,
     /// Wall time spent realizing.
     pub realize_time: Duration,
-    /// Kernels whose blocks were split across threads (large elementwise kernels; see
-    /// `TEENYGRAD_THREADS` in the crate docs).
-    pub parallel_kernels: u64,
+    /// Jobs split across threads: large elementwise kernels, matrix products and optimizer
+    /// updates (`TEENYGRAD_THREADS` sets the thread count; `1` turns splitting off).
+    pub parallel_jobs: u64,
 }
 
 thread_local! {
@@ -31,7 +31,7 @@ thread_local! {
         ops_fused: 0,
         bytes_allocated: 0,
         realize_time: Duration::ZERO,
-        parallel_kernels: 0,
+        parallel_jobs: 0,
     }) };
 }
 

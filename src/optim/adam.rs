@@ -1,6 +1,6 @@
 //! Adam and AdamW.
 
-use super::{Optimizer, apply_updates, flush_subnormal, slot};
+use super::{Optimizer, apply_updates, flush_subnormal, slot, update_split};
 use crate::nn::Params;
 
 /// Adam as PyTorch's `torch.optim.Adam` defines it (bias-corrected), or AdamW with decoupled
@@ -113,18 +113,50 @@ impl Optimizer for Adam {
             let t = (*step).min(i32::MAX as u32) as i32;
             let inv_correction1 = (1.0 / (1.0 - (b1 as f64).powi(t))) as f32;
             let inv_correction2 = (1.0 / (1.0 - (b2 as f64).powi(t))) as f32;
-            let l2 = weight_decay != 0.0 && !decoupled;
-            let shrink = weight_decay != 0.0 && decoupled;
-            for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
-                let g = if l2 { g + *p * weight_decay } else { g };
-                if shrink {
-                    *p *= 1.0 - lr * weight_decay;
-                }
-                *m = flush_subnormal(*m * b1 + g * (1.0 - b1));
-                *v = flush_subnormal(*v * b2 + g * g * (1.0 - b2));
-                let denom = (*v * inv_correction2).sqrt() + eps;
-                *p -= (*m * inv_correction1) / denom * lr;
-            }
+            let rule = Rule {
+                lr,
+                b1,
+                b2,
+                eps,
+                weight_decay,
+                decoupled,
+                inv_correction1,
+                inv_correction2,
+            };
+            update_split([p, m, v], g, |[p, m, v], g| rule.apply(p, m, v, g));
         });
+    }
+}
+
+/// The update of a stretch of one parameter at one step.
+#[derive(Clone, Copy)]
+struct Rule {
+    lr: f32,
+    b1: f32,
+    b2: f32,
+    eps: f32,
+    weight_decay: f32,
+    decoupled: bool,
+    inv_correction1: f32,
+    inv_correction2: f32,
+}
+
+impl Rule {
+    /// Updates `p` and its moments `m`, `v` from `g`. The slices are separate arguments so the
+    /// compiler knows they do not overlap and vectorizes the loop.
+    #[inline(always)]
+    fn apply(self, p: &mut [f32], m: &mut [f32], v: &mut [f32], g: &[f32]) {
+        let l2 = self.weight_decay != 0.0 && !self.decoupled;
+        let shrink = self.weight_decay != 0.0 && self.decoupled;
+        for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+            let g = if l2 { g + *p * self.weight_decay } else { g };
+            if shrink {
+                *p *= 1.0 - self.lr * self.weight_decay;
+            }
+            *m = flush_subnormal(*m * self.b1 + g * (1.0 - self.b1));
+            *v = flush_subnormal(*v * self.b2 + g * g * (1.0 - self.b2));
+            let denom = (*v * self.inv_correction2).sqrt() + self.eps;
+            *p -= (*m * self.inv_correction1) / denom * self.lr;
+        }
     }
 }

@@ -17,6 +17,8 @@ mod sgd;
 pub use adam::Adam;
 pub use sgd::Sgd;
 
+use std::sync::Mutex;
+
 use crate::nn::Params;
 
 /// Updates a module's parameters from their accumulated gradients.
@@ -43,6 +45,32 @@ pub(crate) fn apply_updates<M: Params + ?Sized>(
             grad.with_values(|g| var.update_leaf(|values| update(index, values, g)));
         }
         index += 1;
+    });
+}
+
+/// Runs `f` over `slices` (a parameter and its state, all as long as `g`) and `g`, split at the
+/// same places into pieces on several threads when they are long. Each element's update depends
+/// on that element alone, so the split does not change results.
+pub(crate) fn update_split<const N: usize>(
+    slices: [&mut [f32]; N],
+    g: &[f32],
+    f: impl Fn([&mut [f32]; N], &[f32]) + Sync,
+) {
+    // A memory-bound update of this many elements takes some tens of microseconds.
+    const MIN_CHUNK: usize = 1 << 15;
+    let threads = crate::lazy::parallel::threads();
+    if threads == 1 || g.len() < 2 * MIN_CHUNK {
+        return f(slices, g);
+    }
+    let chunk = g.len().div_ceil(2 * threads).max(MIN_CHUNK);
+    let mut pieces = slices.map(|s| s.chunks_mut(chunk));
+    let pieces: Vec<Mutex<[&mut [f32]; N]>> = (0..g.len().div_ceil(chunk))
+        .map(|_| Mutex::new(std::array::from_fn(|j| pieces[j].next().expect("same lengths"))))
+        .collect();
+    crate::lazy::parallel::run(pieces.len(), &|i| {
+        let mut piece = pieces[i].lock().unwrap_or_else(|e| e.into_inner());
+        let end = ((i + 1) * chunk).min(g.len());
+        f(piece.each_mut().map(|s| &mut **s), &g[i * chunk..end]);
     });
 }
 

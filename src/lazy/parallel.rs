@@ -1,0 +1,236 @@
+//! A small pool of worker threads for large kernels, matrix products and optimizer updates.
+//!
+//! Work is split into numbered tasks that the caller and the workers claim one at a time, so a
+//! worker that wakes late costs nothing: the caller takes its tasks. Splits never change results:
+//! every split is over independent outputs (elements, rows of a product), each computed exactly as
+//! one thread would.
+//!
+//! `TEENYGRAD_THREADS` sets the thread count, caller included (default: the machine's available
+//! parallelism; `1` runs everything on the caller's thread). Only one split job runs at a time:
+//! a job started while another runs (from another thread, or nested) runs on its caller alone.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, TryLockError};
+
+use super::stats;
+
+/// The number of threads splits use, the caller's included.
+pub(crate) fn threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::env::var("TEENYGRAD_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |p| p.get()))
+            .clamp(1, 64)
+    })
+}
+
+/// Runs `task(i)` for every `i` in `0..tasks`, on the pool's threads and the caller's, and returns
+/// when all have finished. A panic in any task is resumed here after the others finish.
+pub(crate) fn run(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
+    let pool = pool();
+    let job_lock = match pool.job_lock.try_lock() {
+        _ if tasks < 2 || pool.workers.load(Ordering::Relaxed) == 0 => None,
+        Ok(guard) => Some(guard),
+        // The guard protects no data; a panic that unwound through a job leaves it usable.
+        Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    };
+    let Some(_job_lock) = job_lock else {
+        (0..tasks).for_each(task);
+        return;
+    };
+    stats::update(|s| s.parallel_jobs += 1);
+    // SAFETY: the reference is only used by workers that joined this job, and this function
+    // does not return (or unwind) before every one of them has left it (the wait below).
+    let erased: &'static (dyn Fn(usize) + Sync) = unsafe { std::mem::transmute(task) };
+    let next = AtomicUsize::new(0);
+    let next: &'static AtomicUsize = unsafe { std::mem::transmute(&next) };
+    {
+        let mut slot = pool.lock();
+        slot.generation += 1;
+        slot.job = Some(Job {
+            task: erased,
+            next,
+            tasks,
+        });
+        slot.joined = 0;
+    }
+    pool.wake.notify_all();
+    let mine = catch_unwind(AssertUnwindSafe(|| claim_all(erased, next, tasks)));
+    let panic = {
+        let mut slot = pool.lock();
+        // No worker may join after this; then wait for those that did.
+        slot.job = None;
+        while slot.joined > 0 {
+            slot = pool.done.wait(slot).unwrap_or_else(|e| e.into_inner());
+        }
+        slot.panic.take()
+    };
+    if let Err(payload) = mine {
+        resume_unwind(payload);
+    }
+    if let Some(payload) = panic {
+        resume_unwind(payload);
+    }
+}
+
+fn claim_all(task: &(dyn Fn(usize) + Sync), next: &AtomicUsize, tasks: usize) {
+    loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= tasks {
+            return;
+        }
+        task(i);
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Job {
+    task: &'static (dyn Fn(usize) + Sync),
+    next: &'static AtomicUsize,
+    tasks: usize,
+}
+
+struct Slot {
+    generation: u64,
+    job: Option<Job>,
+    /// Workers inside the current job.
+    joined: usize,
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+struct Pool {
+    /// Worker threads started (the caller is not one of them).
+    workers: AtomicUsize,
+    /// Held by the one caller whose job is running.
+    job_lock: Mutex<()>,
+    slot: Mutex<Slot>,
+    wake: Condvar,
+    done: Condvar,
+}
+
+impl Pool {
+    fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn pool() -> &'static Pool {
+    static POOL: OnceLock<&'static Pool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let pool: &'static Pool = Box::leak(Box::new(Pool {
+            workers: AtomicUsize::new(0),
+            job_lock: Mutex::new(()),
+            slot: Mutex::new(Slot {
+                generation: 0,
+                job: None,
+                joined: 0,
+                panic: None,
+            }),
+            wake: Condvar::new(),
+            done: Condvar::new(),
+        }));
+        // Threads that cannot be started are simply missing: tasks are claimed, not assigned.
+        let spawned = (0..threads() - 1)
+            .take_while(|i| {
+                std::thread::Builder::new()
+                    .name(format!("teenygrad-{i}"))
+                    .spawn(move || work(pool))
+                    .is_ok()
+            })
+            .count();
+        pool.workers.store(spawned, Ordering::Relaxed);
+        pool
+    })
+}
+
+fn work(pool: &'static Pool) {
+    let mut seen = 0;
+    loop {
+        let job = {
+            let mut slot = pool.lock();
+            while slot.generation == seen || slot.job.is_none() {
+                if slot.generation != seen && slot.job.is_none() {
+                    seen = slot.generation; // a job that ended before this worker woke
+                }
+                slot = pool.wake.wait(slot).unwrap_or_else(|e| e.into_inner());
+            }
+            seen = slot.generation;
+            slot.joined += 1;
+            slot.job.expect("checked above")
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| claim_all(job.task, job.next, job.tasks)));
+        let mut slot = pool.lock();
+        if let Err(payload) = result {
+            slot.panic.get_or_insert(payload);
+        }
+        slot.joined -= 1;
+        if slot.joined == 0 {
+            pool.done.notify_all();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn every_task_runs_once() {
+        for tasks in [0, 1, 2, 3, 17, 1000] {
+            let hits: Vec<AtomicU64> = (0..tasks).map(|_| AtomicU64::new(0)).collect();
+            run(tasks, &|i| {
+                hits[i].fetch_add(1, Ordering::Relaxed);
+            });
+            assert!(
+                hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
+                "{tasks} tasks"
+            );
+        }
+    }
+
+    #[test]
+    fn a_panicking_task_panics_the_caller_after_the_others_finish() {
+        let finished = AtomicU64::new(0);
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            run(8, &|i| {
+                if i == 5 {
+                    panic!("task 5");
+                }
+                finished.fetch_add(1, Ordering::Relaxed);
+            })
+        }));
+        assert!(result.is_err());
+        assert_eq!(finished.load(Ordering::Relaxed), 7);
+        // The pool still works afterwards.
+        let hits = AtomicU64::new(0);
+        run(4, &|_| {
+            hits.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(hits.load(Ordering::Relaxed), 4);
+    }
+
+    #[test]
+    fn nested_and_concurrent_jobs_complete() {
+        let total = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    for _ in 0..50 {
+                        run(4, &|_| {
+                            run(3, &|_| {
+                                total.fetch_add(1, Ordering::Relaxed);
+                            })
+                        });
+                    }
+                });
+            }
+        });
+        assert_eq!(total.load(Ordering::Relaxed), 3 * 50 * 12);
+    }
+}
