@@ -6,10 +6,10 @@
 
 mod ops;
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use crate::lazy::LazyBuffer;
+use crate::lazy::fast_hash::{FastMap, FastSet};
 
 /// How an operation's output gradient becomes its inputs' gradients (one per input, in order).
 pub(crate) type BackwardFn = Box<dyn FnOnce(&LazyBuffer) -> Vec<LazyBuffer> + Send + Sync>;
@@ -141,7 +141,7 @@ impl Var {
     pub(crate) fn backward_with(&self, seed: LazyBuffer) {
         let Some(root) = &self.node else { return };
         let order = topological_order(root);
-        let mut grads: HashMap<*const GradNode, LazyBuffer> = HashMap::new();
+        let mut grads: FastMap<*const GradNode, LazyBuffer> = FastMap::default();
         grads.insert(Arc::as_ptr(root), seed);
         let mut touched_leaves = Vec::new();
         for node in order.iter().rev() {
@@ -195,7 +195,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Records reachable from `root`, inputs before the operations that use them (iterative DFS).
 fn topological_order(root: &Arc<GradNode>) -> Vec<Arc<GradNode>> {
     let mut order = Vec::new();
-    let mut seen: HashSet<*const GradNode> = HashSet::new();
+    let mut seen: FastSet<*const GradNode> = FastSet::default();
     let mut stack: Vec<(Arc<GradNode>, usize)> = vec![(root.clone(), 0)];
     seen.insert(Arc::as_ptr(root));
     while let Some((node, next)) = stack.last_mut() {

@@ -22,6 +22,7 @@
 //! ```
 
 mod alloc;
+pub(crate) mod fast_hash;
 mod kernel;
 mod matmul;
 mod node;

@@ -32,12 +32,15 @@ pub(crate) fn threads() -> usize {
 /// when all have finished. A panic in any task is resumed here after the others finish.
 pub(crate) fn run(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
     let pool = pool();
-    let job_lock = match pool.job_lock.try_lock() {
-        _ if tasks < 2 || pool.workers.load(Ordering::Relaxed) == 0 => None,
-        Ok(guard) => Some(guard),
-        // The guard protects no data; a panic that unwound through a job leaves it usable.
-        Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
-        Err(TryLockError::WouldBlock) => None,
+    let job_lock = if tasks < 2 || pool.workers.load(Ordering::Relaxed) == 0 {
+        None
+    } else {
+        match pool.job_lock.try_lock() {
+            Ok(guard) => Some(guard),
+            // The lock guards no data; a panic that unwound through a job leaves it usable.
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
     };
     let Some(_job_lock) = job_lock else {
         (0..tasks).for_each(task);
@@ -48,6 +51,7 @@ pub(crate) fn run(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
     // does not return (or unwind) before every one of them has left it (the wait below).
     let erased: &'static (dyn Fn(usize) + Sync) = unsafe { std::mem::transmute(task) };
     let next = AtomicUsize::new(0);
+    // SAFETY: as for `task`: this local outlives every worker's use of it.
     let next: &'static AtomicUsize = unsafe { std::mem::transmute(&next) };
     {
         let mut slot = pool.lock();

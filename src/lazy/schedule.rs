@@ -5,11 +5,10 @@
 //! read through composes with its own inputs' views, and the kernel has fewer than
 //! [`MAX_FUSED_OPS`] operations. Every other node is a kernel of its own, run once and cached.
 
-use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::fast_hash::{FastMap, FastSet};
 use super::kernel::{BLOCK, FusedKernel, Instr, Leaf, execute};
 use super::node::{Node, Op, State};
 use super::view::View;
@@ -17,43 +16,6 @@ use super::{LazyBuffer, matmul, stats};
 
 /// A bound on one kernel's program: keeps per-block scratch small and deep chains iterative.
 pub(crate) const MAX_FUSED_OPS: usize = 64;
-
-/// A multiplicative (Fx-style) hasher: the keys are node ids and views, hashed within one
-/// realization, so SipHash's protection against chosen keys buys nothing and costs time.
-#[derive(Default)]
-struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Slices of integers (a view's shape and strides) arrive here as bytes: mix 8 at a time.
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.write_u64(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
-        }
-        for &b in chunks.remainder() {
-            self.write_u64(b as u64);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn write_isize(&mut self, n: isize) {
-        self.write_u64(n as u64);
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
-type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// Realizes the nodes behind `roots` (and only what they need).
 pub(crate) fn realize(roots: &[&LazyBuffer]) {
