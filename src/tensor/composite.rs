@@ -263,11 +263,7 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
             message: format!("class {label} is out of range for {C} classes"),
         });
     }
-    let mut one_hot = vec![0.0f32; batch * C];
-    for (row, &label) in labels.indices.iter().enumerate() {
-        one_hot[row * C + label] = 1.0;
-    }
-    let one_hot = Var::untracked(LazyBuffer::from_vec(one_hot, &[batch, C])?);
+    let one_hot = Var::untracked(one_hot(&labels.indices, C)?);
     let lse = logsumexp_keep(&logits.var, &[1]).reshape(&[batch]);
     let picked = logits
         .var
@@ -277,6 +273,27 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
     let per_sample = lse.binary(BinaryOp::Sub, &picked);
     let total = Tensor::<(B,), G>::from_var((logits.shape.0,), per_sample).sum_all();
     Ok(total / batch as f32)
+}
+
+/// The `[batch, classes]` one-hot matrix of `indices` (each `< classes`). Built lazily as
+/// `column == label`, which the kernel reading it computes in place, so no `batch × classes`
+/// buffer is filled; class indices up to 2^24 are exact in `f32`, and beyond that the matrix is
+/// written out.
+fn one_hot(indices: &[usize], classes: usize) -> Result<LazyBuffer> {
+    let batch = indices.len();
+    if classes > 1 << 24 {
+        let mut one_hot = vec![0.0f32; batch * classes];
+        for (row, &label) in indices.iter().enumerate() {
+            one_hot[row * classes + label] = 1.0;
+        }
+        return LazyBuffer::from_vec(one_hot, &[batch, classes]);
+    }
+    let labels = LazyBuffer::from_vec(indices.iter().map(|&l| l as f32).collect(), &[batch, 1])?;
+    let columns = LazyBuffer::from_vec((0..classes).map(|c| c as f32).collect(), &[1, classes])?;
+    let shape = [batch, classes];
+    Ok(labels
+        .expand(&shape)
+        .binary(BinaryOp::CmpEq, &columns.expand(&shape)))
 }
 
 /// Mean squared error `mean((prediction - target)²)`.
@@ -319,5 +336,25 @@ impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
                     .0
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_hot;
+
+    #[test]
+    fn one_hot_is_exact_lazily_and_written_out() {
+        let lazy = one_hot(&[2, 0, 1], 3).unwrap();
+        assert_eq!(lazy.to_vec(), [0., 0., 1., 1., 0., 0., 0., 1., 0.]);
+        // Beyond 2^24 classes f32 cannot tell neighbouring indices apart: the matrix is written.
+        let classes = (1 << 24) + 2;
+        let wide = one_hot(&[classes - 1], classes).unwrap();
+        assert!(wide.is_realized());
+        let row = wide.to_vec();
+        assert_eq!(
+            (row[classes - 1], row[classes - 2], row.iter().sum::<f32>()),
+            (1.0, 0.0, 1.0)
+        );
     }
 }
