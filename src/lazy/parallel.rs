@@ -29,7 +29,8 @@ pub(crate) fn threads() -> usize {
 }
 
 /// Runs `task(i)` for every `i` in `0..tasks`, on the pool's threads and the caller's, and returns
-/// when all have finished. A panic in any task is resumed here after the others finish.
+/// when all have finished. A panic in a task does not stop the others: the first one is resumed
+/// here once every task has run.
 pub(crate) fn run(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
     let pool = pool();
     let job_lock = if tasks < 2 || pool.workers.load(Ordering::Relaxed) == 0 {
@@ -43,7 +44,10 @@ pub(crate) fn run(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
         }
     };
     let Some(_job_lock) = job_lock else {
-        (0..tasks).for_each(task);
+        let next = AtomicUsize::new(0);
+        if let Some(payload) = claim_all(task, &next, tasks) {
+            resume_unwind(payload);
+        }
         return;
     };
     stats::update(|s| s.parallel_jobs += 1);
@@ -64,7 +68,7 @@ pub(crate) fn run(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
         slot.joined = 0;
     }
     pool.wake.notify_all();
-    let mine = catch_unwind(AssertUnwindSafe(|| claim_all(erased, next, tasks)));
+    let mine = claim_all(erased, next, tasks);
     let panic = {
         let mut slot = pool.lock();
         // No worker may join after this; then wait for those that did.
@@ -74,21 +78,22 @@ pub(crate) fn run(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
         }
         slot.panic.take()
     };
-    if let Err(payload) = mine {
-        resume_unwind(payload);
-    }
-    if let Some(payload) = panic {
+    if let Some(payload) = mine.or(panic) {
         resume_unwind(payload);
     }
 }
 
-fn claim_all(task: &(dyn Fn(usize) + Sync), next: &AtomicUsize, tasks: usize) {
+/// Runs tasks until none is left to claim, and returns the first panic among them.
+fn claim_all(task: &(dyn Fn(usize) + Sync), next: &AtomicUsize, tasks: usize) -> Option<Box<dyn Any + Send>> {
+    let mut first_panic = None;
     loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         if i >= tasks {
-            return;
+            return first_panic;
         }
-        task(i);
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(|| task(i))) {
+            first_panic.get_or_insert(payload);
+        }
     }
 }
 
@@ -167,9 +172,9 @@ fn work(pool: &'static Pool) {
             slot.joined += 1;
             slot.job.expect("checked above")
         };
-        let result = catch_unwind(AssertUnwindSafe(|| claim_all(job.task, job.next, job.tasks)));
+        let panic = claim_all(job.task, job.next, job.tasks);
         let mut slot = pool.lock();
-        if let Err(payload) = result {
+        if let Some(payload) = panic {
             slot.panic.get_or_insert(payload);
         }
         slot.joined -= 1;
@@ -199,7 +204,7 @@ mod tests {
     }
 
     #[test]
-    fn a_panicking_task_panics_the_caller_after_the_others_finish() {
+    fn a_panicking_task_panics_the_caller_after_every_other_task_ran() {
         let finished = AtomicU64::new(0);
         let result = catch_unwind(AssertUnwindSafe(|| {
             run(8, &|i| {
