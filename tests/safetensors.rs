@@ -696,3 +696,32 @@ fn interop_export() {
     );
     std::fs::write(dir.join("ours_expected.txt"), text).unwrap();
 }
+
+/// `__metadata__` is the format's reserved key: a parameter of that name cannot be written, and a
+/// file whose metadata is `null` (the reference implementation reads it as optional) loads.
+#[test]
+fn the_metadata_key_is_reserved_and_may_be_null() {
+    struct Reserved(Tensor<Rank1<2>, Tracked>);
+    impl Params for Reserved {
+        fn visit(&self, _: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+            f("__metadata__", &self.0);
+        }
+        fn visit_mut(&mut self, _: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+            f("__metadata__", &mut self.0);
+        }
+    }
+    let err = nn::to_bytes(&Reserved(Tensor::from([1.0, 2.0]).requires_grad())).unwrap_err();
+    assert!(err.to_string().contains("reserves this name"), "{err}");
+
+    let source = seeded_mlp(4);
+    let good = nn::to_bytes(&source).unwrap();
+    let n = u64::from_le_bytes(good[..8].try_into().unwrap()) as usize;
+    let header = std::str::from_utf8(&good[8..8 + n]).unwrap().trim_end();
+    let header = format!("{{\"__metadata__\":null,{}", &header[1..]);
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend(header.as_bytes());
+    file.extend(&good[8 + n..]);
+    let mut model = seeded_mlp(5);
+    nn::from_bytes(&mut model, &file).unwrap();
+    assert_eq!(model.state_dict(), source.state_dict());
+}

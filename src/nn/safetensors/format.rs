@@ -83,7 +83,7 @@ pub(super) fn read(bytes: &[u8]) -> Result<HashMap<String, Entry<'_>>, String> {
         // Every offset is at most `data.len()`, checked above, so these are in range.
         let data = &data[begin as usize..end as usize];
         entries.insert(
-            name,
+            name.into_owned(),
             Entry {
                 dtype: info.dtype,
                 dims: info.dims,
@@ -161,7 +161,11 @@ impl TensorInfo {
             _ => None,
         }
         .ok_or_else(|| "`data_offsets` is not two non-negative integers".to_string())?;
-        Ok(TensorInfo { dtype, dims, offsets })
+        Ok(TensorInfo {
+            dtype: dtype.into_owned(),
+            dims,
+            offsets,
+        })
     }
 
     /// The bytes the dims take in this dtype.
@@ -197,10 +201,12 @@ fn dtype_bits(dtype: &str) -> Option<u64> {
     })
 }
 
-/// `__metadata__`, if present, maps strings to strings.
+/// `__metadata__`, if present, maps strings to strings, or is `null`.
 fn check_metadata(value: Json) -> Result<(), String> {
     match value {
         Json::Object(members) if members.iter().all(|(_, v)| matches!(v, Json::String(_))) => Ok(()),
-        _ => Err("`__metadata__` is not an object of strings".into()),
+        // The reference implementation reads its metadata as an optional map.
+        Json::Null => Ok(()),
+        _ => Err("`__metadata__` is not an object of strings (or null)".into()),
     }
 }

@@ -1,23 +1,32 @@
 //! Just enough JSON for a safetensors header: a parser into a small value tree and a string
-//! writer. Nesting is limited so hostile input cannot exhaust the stack.
+//! writer. Nesting and list lengths are limited, and strings and numbers borrow from the text, so
+//! hostile input can exhaust neither the stack nor memory (the tree takes at most about eight
+//! times the header's size).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// Deeper nesting than this is rejected (serde_json, which the reference implementation uses,
 /// stops at 128 too). A valid header nests three levels.
 const MAX_DEPTH: usize = 128;
 
+/// Longer lists are rejected: a header's lists are tensor dims and byte ranges, and a list of
+/// single-digit numbers would otherwise take sixteen times its text in memory.
+const MAX_LIST: usize = 64;
+
 /// A parsed JSON value. Numbers keep their text; the header only needs non-negative integers.
 #[derive(Debug)]
-pub(super) enum Json {
-    Object(Vec<(String, Json)>),
-    Array(Vec<Json>),
-    String(String),
-    Number(String),
-    Other,
+pub(super) enum Json<'a> {
+    Object(Vec<(Cow<'a, str>, Json<'a>)>),
+    Array(Vec<Json<'a>>),
+    String(Cow<'a, str>),
+    Number(&'a str),
+    Null,
+    /// `true` or `false`.
+    Bool,
 }
 
-impl Json {
+impl<'a> Json<'a> {
     /// The value as a `u64`, if it is a non-negative integer that fits.
     pub(super) fn as_u64(&self) -> Option<u64> {
         match self {
@@ -28,7 +37,7 @@ impl Json {
 
     /// The members of an object, the last of each duplicated key winning, as JSON parsers
     /// (serde_json, Python's `json`) resolve duplicates.
-    pub(super) fn into_members(self) -> Option<HashMap<String, Json>> {
+    pub(super) fn into_members(self) -> Option<HashMap<Cow<'a, str>, Json<'a>>> {
         match self {
             Json::Object(members) => Some(members.into_iter().collect()),
             _ => None,
@@ -37,8 +46,9 @@ impl Json {
 }
 
 /// Parses `text` as one JSON value, with only whitespace around it.
-pub(super) fn parse(text: &str) -> Result<Json, String> {
+pub(super) fn parse(text: &str) -> Result<Json<'_>, String> {
     let mut p = Parser {
+        text,
         s: text.as_bytes(),
         pos: 0,
     };
@@ -67,11 +77,12 @@ pub(super) fn quote(s: &str) -> String {
 }
 
 struct Parser<'a> {
+    text: &'a str,
     s: &'a [u8],
     pos: usize,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn error(&self, what: &str) -> String {
         format!("{what} at byte {} of the header", self.pos)
     }
@@ -96,7 +107,7 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Json, String> {
+    fn value(&mut self, depth: usize) -> Result<Json<'a>, String> {
         if depth > MAX_DEPTH {
             return Err(self.error("JSON nested too deeply"));
         }
@@ -106,10 +117,10 @@ impl Parser<'_> {
             Some(b'"') => self.string().map(Json::String),
             Some(b'-' | b'0'..=b'9') => self.number(),
             _ => {
-                for word in ["true", "false", "null"] {
+                for (word, value) in [("true", Json::Bool), ("false", Json::Bool), ("null", Json::Null)] {
                     if self.s[self.pos..].starts_with(word.as_bytes()) {
                         self.pos += word.len();
-                        return Ok(Json::Other);
+                        return Ok(value);
                     }
                 }
                 Err(self.error("expected a JSON value"))
@@ -142,7 +153,7 @@ impl Parser<'_> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<Json, String> {
+    fn object(&mut self, depth: usize) -> Result<Json<'a>, String> {
         let mut members = Vec::new();
         self.list(b'{', b'}', |p| {
             if p.peek() != Some(b'"') {
@@ -156,39 +167,59 @@ impl Parser<'_> {
         Ok(Json::Object(members))
     }
 
-    fn array(&mut self, depth: usize) -> Result<Json, String> {
+    fn array(&mut self, depth: usize) -> Result<Json<'a>, String> {
         let mut items = Vec::new();
         self.list(b'[', b']', |p| {
+            if items.len() == MAX_LIST {
+                return Err(p.error(&format!("a list of more than {MAX_LIST} values")));
+            }
             items.push(p.value(depth + 1)?);
             Ok(())
         })?;
         Ok(Json::Array(items))
     }
 
-    fn number(&mut self) -> Result<Json, String> {
+    /// A number as JSON spells it: `-`? (`0` | a digit 1–9 and more digits), then optionally `.`
+    /// and digits, then optionally `e`/`E`, a sign and digits.
+    fn number(&mut self) -> Result<Json<'a>, String> {
         let start = self.pos;
-        let is_number_byte = |b: u8| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E');
-        while self.s.get(self.pos).copied().is_some_and(is_number_byte) {
+        let digits = |p: &mut Self| {
+            let from = p.pos;
+            while p.s.get(p.pos).is_some_and(u8::is_ascii_digit) {
+                p.pos += 1;
+            }
+            p.pos - from
+        };
+        if self.s.get(self.pos) == Some(&b'-') {
             self.pos += 1;
         }
-        // The input is a `&str` and these bytes are ASCII, so this slice is valid UTF-8.
-        let text = std::str::from_utf8(&self.s[start..self.pos]).expect("ASCII");
-        let valid = text
-            .strip_prefix('-')
-            .unwrap_or(text)
-            .starts_with(|c: char| c.is_ascii_digit())
-            && text.parse::<f64>().is_ok();
+        let leading_zero = self.s.get(self.pos) == Some(&b'0');
+        let int = digits(self);
+        let mut valid = int > 0 && !(leading_zero && int > 1);
+        if self.s.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            valid &= digits(self) > 0;
+        }
+        if let Some(b'e' | b'E') = self.s.get(self.pos) {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.s.get(self.pos) {
+                self.pos += 1;
+            }
+            valid &= digits(self) > 0;
+        }
+        let all: &'a str = self.text;
+        let text = &all[start..self.pos];
         if valid {
-            Ok(Json::Number(text.to_string()))
+            Ok(Json::Number(text))
         } else {
             Err(self.error(&format!("malformed number `{text}`")))
         }
     }
 
-    /// A string literal starting at the current `"`, escapes decoded.
-    fn string(&mut self) -> Result<String, String> {
+    /// A string literal starting at the current `"`, escapes decoded; borrowed when it has none.
+    fn string(&mut self) -> Result<Cow<'a, str>, String> {
         self.pos += 1; // the opening quote
-        let mut out = String::new();
+        let mut out: Option<String> = None;
         loop {
             let start = self.pos;
             while let Some(&b) = self.s.get(self.pos)
@@ -199,15 +230,25 @@ impl Parser<'_> {
                 self.pos += 1;
             }
             // Runs between ASCII delimiters of a `&str` are whole UTF-8 sequences.
-            out.push_str(std::str::from_utf8(&self.s[start..self.pos]).expect("UTF-8 run"));
+            let text: &'a str = self.text;
+            let run = &text[start..self.pos];
             match self.s.get(self.pos) {
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(match out {
+                        None => Cow::Borrowed(run),
+                        Some(mut owned) => {
+                            owned.push_str(run);
+                            Cow::Owned(owned)
+                        }
+                    });
                 }
                 Some(b'\\') => {
                     self.pos += 1;
-                    out.push(self.escape()?);
+                    let c = self.escape()?;
+                    let owned = out.get_or_insert_with(String::new);
+                    owned.push_str(run);
+                    owned.push(c);
                 }
                 Some(_) => return Err(self.error("a control character in a string")),
                 None => return Err(self.error("an unterminated string")),
@@ -274,15 +315,29 @@ mod tests {
             parse(r#" {"a": {"x": [1, 20]}, "b": "\u00e9\ud83d\ude00\n", "a": -1.5e3, "c": [true, null]} "#)
                 .unwrap();
         let members = json.into_members().unwrap();
-        assert!(matches!(&members["a"], Json::Number(n) if n == "-1.5e3"));
+        assert!(matches!(&members["a"], Json::Number("-1.5e3")));
         assert!(matches!(&members["b"], Json::String(s) if s == "é😀\n"));
-        assert!(matches!(&members["c"], Json::Array(v) if v.len() == 2));
-        assert_eq!(
-            Json::Number("18446744073709551615".into()).as_u64(),
-            Some(u64::MAX)
-        );
-        assert_eq!(Json::Number("18446744073709551616".into()).as_u64(), None);
-        assert_eq!(Json::Number("8.0".into()).as_u64(), None);
+        assert!(matches!(&members["c"], Json::Array(v) if matches!(v[..], [Json::Bool, Json::Null])));
+        assert_eq!(Json::Number("18446744073709551615").as_u64(), Some(u64::MAX));
+        assert_eq!(Json::Number("18446744073709551616").as_u64(), None);
+        assert_eq!(Json::Number("8.0").as_u64(), None);
+        // A string without escapes borrows from the text.
+        assert!(matches!(
+            parse(r#""plain""#).unwrap(),
+            Json::String(Cow::Borrowed("plain"))
+        ));
+    }
+
+    #[test]
+    fn numbers_follow_the_json_grammar() {
+        for good in ["0", "-0", "7", "10", "1.5", "-1.5e3", "2E+10", "3e-7", "1e999"] {
+            assert!(matches!(parse(good), Ok(Json::Number(n)) if n == good), "{good}");
+        }
+        for bad in [
+            "01", "-01", "00", "1.", "1.e5", ".5", "-", "1e", "1e+", "+1", "0x10",
+        ] {
+            assert!(parse(bad).is_err(), "{bad} was accepted");
+        }
     }
 
     #[test]
@@ -312,6 +367,17 @@ mod tests {
         assert!(parse(&deep).unwrap_err().contains("nested too deeply"));
         let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
         assert!(parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn lists_are_bounded() {
+        let list = |n: usize| format!("[{}]", vec!["0"; n].join(","));
+        assert!(matches!(parse(&list(MAX_LIST)), Ok(Json::Array(v)) if v.len() == MAX_LIST));
+        assert!(
+            parse(&list(MAX_LIST + 1))
+                .unwrap_err()
+                .contains("more than 64 values")
+        );
     }
 
     #[test]

@@ -99,6 +99,13 @@ fn encode<M: Params + ?Sized>(model: &M, source: &str) -> Result<Vec<u8>> {
     if let Some((name, _, _)) = state.iter().find(|(name, _, _)| !seen.insert(name.as_str())) {
         return Err(tensor_error(source, name, "two parameters have this name"));
     }
+    if seen.contains("__metadata__") {
+        return Err(tensor_error(
+            source,
+            "__metadata__",
+            "the format reserves this name for metadata",
+        ));
+    }
     Ok(format::write(&state))
 }
 
