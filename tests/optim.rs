@@ -433,3 +433,17 @@ fn large_parameter_updates_split_across_threads_match_small_pieces() {
         );
     }
 }
+
+/// State belongs to the model first stepped: a parameter of another length at the same position
+/// is a programmer error, reported with both lengths rather than a silently partial update.
+#[test]
+#[should_panic(expected = "the optimizer holds 6 state values for parameter 0, which has 12")]
+fn stepping_another_model_with_the_same_optimizer_panics_with_both_lengths() {
+    let mut sgd = Sgd::new(0.1).momentum(0.9);
+    let mut small = Linear::<3, 2>::init(&mut StdRng::seed_from_u64(1));
+    small.weight.sum_all().backward();
+    sgd.step(&mut small);
+    let mut large = Linear::<4, 3>::init(&mut StdRng::seed_from_u64(1));
+    large.weight.sum_all().backward();
+    sgd.step(&mut large);
+}

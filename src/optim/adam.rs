@@ -1,6 +1,6 @@
 //! Adam and AdamW.
 
-use super::{Optimizer, apply_updates, flush_subnormal, slot, update_split};
+use super::{Optimizer, apply_updates, check_state_len, flush_subnormal, slot, update_split};
 use crate::nn::Params;
 
 /// Adam as PyTorch's `torch.optim.Adam` defines it (bias-corrected), or AdamW with decoupled
@@ -109,6 +109,7 @@ impl Optimizer for Adam {
                 m: vec![0.0; p.len()],
                 v: vec![0.0; p.len()],
             });
+            check_state_len(i, m, p.len());
             *step = step.saturating_add(1);
             let t = (*step).min(i32::MAX as u32) as i32;
             let inv_correction1 = (1.0 / (1.0 - (b1 as f64).powi(t))) as f32;

@@ -24,6 +24,10 @@ use crate::nn::Params;
 /// Updates a module's parameters from their accumulated gradients.
 pub trait Optimizer {
     /// Applies one update to every parameter that has a gradient.
+    ///
+    /// Optimizer state (momentum, moments) is kept by parameter position for the model first
+    /// stepped. Panics, naming the parameter and both lengths, if a later model's parameter at a
+    /// position has another length: use one optimizer per model.
     fn step<M: Params + ?Sized>(&mut self, model: &mut M);
 
     /// Clears every parameter's gradient (gradients accumulate across `backward()` calls).
@@ -72,6 +76,19 @@ pub(crate) fn update_split<const N: usize>(
         let end = ((i + 1) * chunk).min(g.len());
         f(piece.each_mut().map(|s| &mut **s), &g[i * chunk..end]);
     });
+}
+
+/// Panics unless the state kept for parameter `index` has its `len` values: an optimizer's state
+/// belongs to the model it first stepped, by parameter position.
+pub(crate) fn check_state_len(index: usize, state: &[f32], len: usize) {
+    assert_eq!(
+        state.len(),
+        len,
+        "the optimizer holds {} state values for parameter {index}, which has {len}: an optimizer \
+         keeps state by parameter position for the model it first stepped, so step another model \
+         with a new optimizer",
+        state.len()
+    );
 }
 
 /// The state slot of parameter `index`, growing the list as parameters are first seen.

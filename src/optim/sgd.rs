@@ -1,6 +1,6 @@
 //! Stochastic gradient descent with momentum, dampening, Nesterov and weight decay.
 
-use super::{Optimizer, apply_updates, flush_subnormal, slot, update_split};
+use super::{Optimizer, apply_updates, check_state_len, flush_subnormal, slot, update_split};
 use crate::nn::Params;
 
 /// SGD as PyTorch's `torch.optim.SGD` defines it. With `g` the gradient and `p` the parameter:
@@ -109,6 +109,7 @@ impl Optimizer for Sgd {
             let state = slot(buffers, i);
             let first = state.is_none();
             let b = state.get_or_insert_with(|| vec![0.0; p.len()]);
+            check_state_len(i, b, p.len());
             update_split([p, b], g, |[p, b], g| rule.apply(p, b, g, first));
         });
     }
