@@ -102,6 +102,19 @@ struct Gemm {
     c_strides: (isize, isize),
 }
 
+/// C's pointer, shared with the tasks that each write their own rows of it.
+struct SharedOut(*mut f32);
+
+// SAFETY: tasks write disjoint row ranges through it (see `Gemm::run`).
+unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    /// The pointer (a method, so closures capture the whole `Sync` wrapper, not the field).
+    fn get(&self) -> *mut f32 {
+        self.0
+    }
+}
+
 /// Products of at least this many multiply-adds are split between threads (about 40 µs of
 /// sgemm here); smaller ones cost more to hand out than they gain.
 const PARALLEL_MACS: usize = 1 << 22;
@@ -128,11 +141,11 @@ impl Gemm {
             return unsafe { self.rows(0..self.m, c) };
         }
         let rows = self.m.div_ceil(threads).next_multiple_of(ROW_QUANTUM);
-        let c = c as usize; // a plain number, to share with the tasks
+        let c = SharedOut(c);
         super::parallel::run(self.m.div_ceil(rows), &|i| {
             let range = i * rows..((i + 1) * rows).min(self.m);
             // SAFETY: the tasks' row ranges are disjoint parts of `0..m`.
-            unsafe { self.rows(range, c as *mut f32) };
+            unsafe { self.rows(range, c.get()) };
         });
     }
 
