@@ -4,7 +4,7 @@
 //! times the header's size).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 /// Deeper nesting than this is rejected (serde_json, which the reference implementation uses,
 /// stops at 128 too). A valid header nests three levels.
@@ -35,9 +35,10 @@ impl<'a> Json<'a> {
         }
     }
 
-    /// The members of an object, the last of each duplicated key winning, as JSON parsers
-    /// (serde_json, Python's `json`) resolve duplicates.
-    pub(super) fn into_members(self) -> Option<HashMap<Cow<'a, str>, Json<'a>>> {
+    /// The members of an object by key (so errors about them come in a fixed order), the last of
+    /// each duplicated key winning, as JSON parsers (serde_json, Python's `json`) resolve
+    /// duplicates.
+    pub(super) fn into_members(self) -> Option<BTreeMap<Cow<'a, str>, Json<'a>>> {
         match self {
             Json::Object(members) => Some(members.into_iter().collect()),
             _ => None,
