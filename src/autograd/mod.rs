@@ -45,12 +45,16 @@ impl Drop for GradNode {
         let NodeKind::Op { inputs, .. } = &mut self.kind else {
             return;
         };
-        let mut stack: Vec<Arc<GradNode>> = inputs.drain(..).flatten().collect();
-        while let Some(node) = stack.pop() {
-            if let Ok(mut node) = Arc::try_unwrap(node)
-                && let NodeKind::Op { inputs, .. } = &mut node.kind
-            {
-                stack.extend(inputs.drain(..).flatten());
+        // Only records this drop owns alone go on the stack (which then allocates); shared ones,
+        // the common case, are just released.
+        let mut stack: Vec<GradNode> = Vec::new();
+        let release = |inputs: &mut Vec<Option<Arc<GradNode>>>, stack: &mut Vec<GradNode>| {
+            stack.extend(inputs.drain(..).flatten().filter_map(|i| Arc::try_unwrap(i).ok()));
+        };
+        release(inputs, &mut stack);
+        while let Some(mut node) = stack.pop() {
+            if let NodeKind::Op { inputs, .. } = &mut node.kind {
+                release(inputs, &mut stack);
             }
         }
     }

@@ -181,18 +181,22 @@ impl Drop for Node {
             State::Realized(buf) => return super::alloc::recycle(buf),
             State::Dropped => return,
         };
-        let mut stack: Vec<Arc<Node>> = op.into_inputs().map(|b| b.node).collect();
-        while let Some(node) = stack.pop() {
-            if let Ok(mut node) = Arc::try_unwrap(node) {
-                let state = std::mem::replace(
-                    node.state.get_mut().unwrap_or_else(|e| e.into_inner()),
-                    State::Dropped,
-                );
-                match state {
-                    State::Pending(op) => stack.extend(op.into_inputs().map(|b| b.node)),
-                    State::Realized(buf) => super::alloc::recycle(buf),
-                    State::Dropped => {}
-                }
+        // Only nodes this drop owns alone go on the stack (which then allocates); shared ones are
+        // just released.
+        let mut stack: Vec<Node> = Vec::new();
+        let release = |op: Op, stack: &mut Vec<Node>| {
+            stack.extend(op.into_inputs().filter_map(|b| Arc::try_unwrap(b.node).ok()));
+        };
+        release(op, &mut stack);
+        while let Some(mut node) = stack.pop() {
+            let state = std::mem::replace(
+                node.state.get_mut().unwrap_or_else(|e| e.into_inner()),
+                State::Dropped,
+            );
+            match state {
+                State::Pending(op) => release(op, &mut stack),
+                State::Realized(buf) => super::alloc::recycle(buf),
+                State::Dropped => {}
             }
         }
     }
