@@ -1,6 +1,7 @@
 //! An 8-op elementwise chain over 1M f32, `max(sqrt(exp(relu(x·2 + 1)) - x)·x, x)`:
 //! fused (build and realize once), unfused (realize after every op), and a hand-written single
-//! pass over a `Vec<f32>` computing the same thing with the engine's scalar semantics.
+//! pass over a `Vec<f32>` computing the same thing with the engine's scalar semantics; then the
+//! same chain folded into one sum, fused and by hand.
 
 use std::hint::black_box;
 
@@ -69,6 +70,17 @@ fn elementwise(c: &mut Criterion) {
         })
     });
     group.bench_function("hand_loop", |b| b.iter(|| by_hand(black_box(&xs))));
+    // The same chain folded into one sum: a fused reduction kernel.
+    group.bench_function("fused_into_sum", |b| {
+        b.iter(|| {
+            let y = chain(black_box(&x), |y| y).sum(&[0]);
+            y.realize();
+            y
+        })
+    });
+    group.bench_function("hand_loop_into_sum", |b| {
+        b.iter(|| by_hand(black_box(&xs)).iter().map(|&v| v as f64).sum::<f64>())
+    });
     group.finish();
 }
 

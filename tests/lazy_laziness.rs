@@ -8,7 +8,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use teenygrad::lazy::{BinaryOp, LazyBuffer, UnaryOp, nodes_alive, reference, stats};
+use teenygrad::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp, nodes_alive, reference, stats};
 
 static LOCK: Mutex<()> = Mutex::new(());
 
@@ -360,4 +360,50 @@ fn a_large_matmul_split_across_threads_equals_small_pieces_bit_for_bit() {
         bits(wide.to_vec()) == bits(explicit.to_vec()),
         "the wide product differs"
     );
+}
+
+/// A large reduction is computed in pieces that depend only on its shape (groups of whole rows,
+/// or parts of one long row) and folded in order, so threads can share it without changing the
+/// result. Groups of rows are computed exactly as the same rows reduced on their own; long rows
+/// are folded from parts and match the f64 reference within the bound of `lazy_ops.rs`.
+#[test]
+fn a_large_reduction_split_across_threads_equals_its_rows_reduced_alone() {
+    let _serial = serial();
+    let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    let (rows, cols) = (300, 997); // rows of 997: pieces of ceil(16384 / 997) = 17 rows
+    let x = ramp(rows * cols, &[rows, cols]).mul(&LazyBuffer::full(&[rows, cols], 0.37));
+    x.realize();
+    for op in [ReduceOp::Sum, ReduceOp::Max] {
+        stats::reset();
+        let whole = chain8(&x).reduce(op, &[1]).to_vec();
+        let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
+        let split = threads > 1 && std::env::var("TEENYGRAD_THREADS").map_or(true, |v| v != "1");
+        assert_eq!(stats::get().parallel_jobs > 0, split, "{:?}", stats::get());
+        let mut pieces = Vec::with_capacity(rows);
+        for lo in (0..rows).step_by(17) {
+            let band = x.shrink(&[(lo, (lo + 17).min(rows)), (0, cols)]);
+            pieces.extend(chain8(&band).reduce(op, &[1]).to_vec());
+        }
+        assert!(
+            bits(whole) == bits(pieces),
+            "{op:?}: the split reduction differs from its rows"
+        );
+    }
+
+    // Long rows, folded from parts, and a full reduction of 1M values.
+    for shape in [vec![3, 100_000], vec![1 << 20]] {
+        let n: usize = shape.iter().product();
+        let x = ramp(n, &shape);
+        let axes: Vec<usize> = vec![shape.len() - 1];
+        for op in [ReduceOp::Sum, ReduceOp::Max] {
+            let y = x.reduce(op, &axes);
+            let want = reference::evaluate(&y);
+            // Sums: f32 partials of at most a block (512 terms of |x| <= 2), accumulated in f64;
+            // each partial is within 512·EPS·Σ|x| of exact, so 1024·EPS of Σ|x| bounds the result.
+            let bound = 1024.0 * f32::EPSILON as f64 * 2.0 * (n / want.len()) as f64;
+            for (g, w) in y.to_vec().iter().zip(&want) {
+                assert!((*g as f64 - w).abs() <= bound, "{op:?} {shape:?}: {g} vs {w}");
+            }
+        }
+    }
 }

@@ -124,13 +124,17 @@ impl FusedKernel {
             ReduceOp::Sum => alloc::filled(out_len, 0.0f64),
             _ => Vec::new(),
         };
-        let mut blocks = plan.blocks();
-        for start in (0..n).step_by(BLOCK) {
-            let values = blocks.compute(start, BLOCK.min(n - start));
-            if columns {
-                accumulate_columns(*op, values, start, &mut out, &mut sums);
-            } else {
-                accumulate(*op, values, start, run_len, &mut out, &mut sums);
+        if !columns && n >= 2 * PARALLEL_CHUNK {
+            plan.reduce_in_pieces(*op, run_len, &mut out, &mut sums);
+        } else {
+            let mut blocks = plan.blocks();
+            for start in (0..n).step_by(BLOCK) {
+                let values = blocks.compute(start, BLOCK.min(n - start));
+                if columns {
+                    accumulate_columns(*op, values, start, &mut out, &mut sums);
+                } else {
+                    accumulate(*op, values, start, run_len, &mut out, &mut sums);
+                }
             }
         }
         if !sums.is_empty() {
@@ -219,6 +223,59 @@ impl Plan<'_> {
         // panic in any task propagates out of `parallel::run` before this line).
         unsafe { out.set_len(n) };
         out
+    }
+}
+
+impl Plan<'_> {
+    /// A large reduction whose outputs each fold one run of `run_len` positions, computed in
+    /// pieces that threads share: groups of whole runs, or parts of `PARALLEL_CHUNK` positions of
+    /// one long run. The pieces depend only on the shape, never on the thread count, and their
+    /// partial results are folded in order, so the result is the same on any number of threads.
+    fn reduce_in_pieces(&self, op: ReduceOp, run_len: usize, out: &mut [f32], sums: &mut [f64]) {
+        // (first output, positions) of each piece.
+        let pieces: Vec<(usize, std::ops::Range<usize>)> = if run_len >= PARALLEL_CHUNK {
+            (0..out.len())
+                .flat_map(|o| {
+                    (0..run_len).step_by(PARALLEL_CHUNK).map(move |k| {
+                        (
+                            o,
+                            o * run_len + k..o * run_len + (k + PARALLEL_CHUNK).min(run_len),
+                        )
+                    })
+                })
+                .collect()
+        } else {
+            let group = PARALLEL_CHUNK.div_ceil(run_len);
+            (0..out.len())
+                .step_by(group)
+                .map(|o| (o, o * run_len..(o + group).min(out.len()) * run_len))
+                .collect()
+        };
+        let partial = |(first, range): &(usize, std::ops::Range<usize>)| {
+            let outputs = range.end.div_ceil(run_len) - first;
+            let mut part_out = vec![op.identity(); outputs];
+            let mut part_sums = vec![0.0f64; if op == ReduceOp::Sum { outputs } else { 0 }];
+            let mut blocks = self.blocks();
+            for start in range.clone().step_by(BLOCK) {
+                let values = blocks.compute(start, BLOCK.min(range.end - start));
+                let relative = start - first * run_len;
+                accumulate(op, values, relative, run_len, &mut part_out, &mut part_sums);
+            }
+            (part_out, part_sums)
+        };
+        let results: Vec<Mutex<(Vec<f32>, Vec<f64>)>> = pieces.iter().map(|_| Mutex::default()).collect();
+        parallel::run(pieces.len(), &|i| {
+            *results[i].lock().unwrap_or_else(|e| e.into_inner()) = partial(&pieces[i]);
+        });
+        for ((first, _), result) in pieces.iter().zip(results) {
+            let (part_out, part_sums) = result.into_inner().unwrap_or_else(|e| e.into_inner());
+            for (j, (&value, o)) in part_out.iter().zip(&mut out[*first..]).enumerate() {
+                match op {
+                    ReduceOp::Sum => sums[first + j] += part_sums[j],
+                    _ => *o = reduce_step_f32(op, *o, value),
+                }
+            }
+        }
     }
 }
 
