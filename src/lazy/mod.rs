@@ -8,9 +8,10 @@
 //! one fused pass; matrix products run on `matrixmultiply`. A realized node keeps its buffer and
 //! drops its inputs, so graphs do not grow across training steps.
 //!
-//! Large elementwise kernels and matrix products are split across a pool of worker threads, one per
-//! extra core (`TEENYGRAD_THREADS=N` sets the count, caller included; `1` turns splitting off).
-//! Splits are over independent outputs, so results do not depend on the thread count.
+//! Large elementwise kernels, reductions and matrix products are split across a pool of worker
+//! threads, one per extra core (`TEENYGRAD_THREADS=N` sets the count, caller included; `1` turns
+//! splitting off). Splits are fixed by the shape, never by the thread count, so results do not
+//! depend on it.
 //!
 //! Shapes are trusted here: the typed layer checks them once. Mismatches are programmer errors and
 //! panic with both shapes named.
