@@ -10,8 +10,8 @@
 //!
 //! Large elementwise kernels, reductions and matrix products are split across a pool of worker
 //! threads, one per extra core (`TEENYGRAD_THREADS=N` sets the count, caller included; `1` turns
-//! splitting off). Splits are fixed by the shape, never by the thread count, so results do not
-//! depend on it.
+//! splitting off). Results do not depend on the thread count: elements and rows of a product are
+//! computed independently, and reductions are cut into pieces fixed by their shape.
 //!
 //! Shapes are trusted here: the typed layer checks them once. Mismatches are programmer errors and
 //! panic with both shapes named.

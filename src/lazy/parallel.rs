@@ -2,8 +2,9 @@
 //!
 //! Work is split into numbered tasks that the caller and the workers claim one at a time, so a
 //! worker that wakes late costs nothing: the caller takes its tasks. Splits never change results:
-//! every split is over independent outputs (elements, rows of a product), each computed exactly as
-//! one thread would.
+//! elementwise work and the rows of a product are independent outputs, each computed exactly as
+//! one thread would, and reductions are cut into pieces fixed by their shape (see
+//! `FusedKernel::run`).
 //!
 //! `TEENYGRAD_THREADS` sets the thread count, caller included (default: the machine's available
 //! parallelism; `1` runs everything on the caller's thread). Only one split job runs at a time:
