@@ -12,8 +12,9 @@
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, TryLockError};
+use std::time::{Duration, Instant};
 
 use super::stats;
 
@@ -58,7 +59,7 @@ pub(crate) fn run(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
     let next = AtomicUsize::new(0);
     // SAFETY: as for `task`: this local outlives every worker's use of it.
     let next: &'static AtomicUsize = unsafe { std::mem::transmute(&next) };
-    {
+    let sleepers = {
         let mut slot = pool.lock();
         slot.generation += 1;
         slot.job = Some(Job {
@@ -67,16 +68,33 @@ pub(crate) fn run(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
             tasks,
         });
         slot.joined = 0;
+        pool.published.store(slot.generation, Ordering::Release);
+        slot.sleepers
+    };
+    // Workers still spinning from the last job see `published`; only sleeping ones need waking.
+    if sleepers > 0 {
+        pool.wake.notify_all();
     }
-    pool.wake.notify_all();
     let mine = claim_all(erased, next, tasks);
     let panic = {
         let mut slot = pool.lock();
-        // No worker may join after this; then wait for those that did.
+        // No worker may join after this; then wait for those that did, spinning first: they are
+        // finishing their last task, and sleeping costs a context switch.
         slot.job = None;
-        while slot.joined > 0 {
-            slot = pool.done.wait(slot).unwrap_or_else(|e| e.into_inner());
+        if slot.joined > 0 {
+            drop(slot);
+            let started = Instant::now();
+            while pool.active.load(Ordering::Acquire) > 0 && started.elapsed() < CALLER_SPIN {
+                std::hint::spin_loop();
+            }
+            slot = pool.lock();
+            while slot.joined > 0 {
+                slot.caller_waiting = true;
+                slot = pool.done.wait(slot).unwrap_or_else(|e| e.into_inner());
+            }
+            slot.caller_waiting = false;
         }
+        // Taking the lock after the workers' last release of it makes their writes visible here.
         slot.panic.take()
     };
     if let Some(payload) = mine.or(panic) {
@@ -111,6 +129,10 @@ struct Slot {
     /// Workers inside the current job.
     joined: usize,
     panic: Option<Box<dyn Any + Send>>,
+    /// Workers waiting on `wake`.
+    sleepers: usize,
+    /// True while the caller waits on `done`.
+    caller_waiting: bool,
 }
 
 struct Pool {
@@ -121,7 +143,19 @@ struct Pool {
     slot: Mutex<Slot>,
     wake: Condvar,
     done: Condvar,
+    /// Copies of `slot.generation` and `slot.joined`, for spinning without the lock. The slot
+    /// stays the truth: a spinner that sees a change takes the lock before acting on it.
+    published: AtomicU64,
+    active: AtomicUsize,
 }
+
+/// After a job, a worker watches for the next one this long before sleeping: the jobs of a
+/// training step come a few tens of microseconds apart, and waking a sleeping thread costs a
+/// system call on each side.
+const WORKER_SPIN: Duration = Duration::from_micros(200);
+
+/// How long a caller spins for the workers to leave its job before sleeping.
+const CALLER_SPIN: Duration = Duration::from_millis(1);
 
 impl Pool {
     fn lock(&self) -> MutexGuard<'_, Slot> {
@@ -140,9 +174,13 @@ fn pool() -> &'static Pool {
                 job: None,
                 joined: 0,
                 panic: None,
+                sleepers: 0,
+                caller_waiting: false,
             }),
             wake: Condvar::new(),
             done: Condvar::new(),
+            published: AtomicU64::new(0),
+            active: AtomicUsize::new(0),
         }));
         // Threads that cannot be started are simply missing: tasks are claimed, not assigned.
         let spawned = (0..threads() - 1)
@@ -161,16 +199,23 @@ fn pool() -> &'static Pool {
 fn work(pool: &'static Pool) {
     let mut seen = 0;
     loop {
+        let started = Instant::now();
+        while pool.published.load(Ordering::Acquire) == seen && started.elapsed() < WORKER_SPIN {
+            std::hint::spin_loop();
+        }
         let job = {
             let mut slot = pool.lock();
             while slot.generation == seen || slot.job.is_none() {
                 if slot.generation != seen && slot.job.is_none() {
-                    seen = slot.generation; // a job that ended before this worker woke
+                    seen = slot.generation; // a job that ended before this worker came
                 }
+                slot.sleepers += 1;
                 slot = pool.wake.wait(slot).unwrap_or_else(|e| e.into_inner());
+                slot.sleepers -= 1;
             }
             seen = slot.generation;
             slot.joined += 1;
+            pool.active.store(slot.joined, Ordering::Release);
             slot.job.expect("checked above")
         };
         let panic = claim_all(job.task, job.next, job.tasks);
@@ -179,7 +224,8 @@ fn work(pool: &'static Pool) {
             slot.panic.get_or_insert(payload);
         }
         slot.joined -= 1;
-        if slot.joined == 0 {
+        pool.active.store(slot.joined, Ordering::Release);
+        if slot.joined == 0 && slot.caller_waiting {
             pool.done.notify_all();
         }
     }
@@ -188,7 +234,6 @@ fn work(pool: &'static Pool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU64;
 
     #[test]
     fn every_task_runs_once() {
@@ -201,6 +246,19 @@ mod tests {
                 hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
                 "{tasks} tasks"
             );
+        }
+    }
+
+    /// Jobs further apart than a worker spins: each finds the workers asleep and wakes them.
+    #[test]
+    fn jobs_after_the_workers_fell_asleep_complete() {
+        for _ in 0..20 {
+            let hits = AtomicU64::new(0);
+            run(6, &|_| {
+                hits.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(hits.load(Ordering::Relaxed), 6);
+            std::thread::sleep(WORKER_SPIN * 2);
         }
     }
 
