@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 use std::mem::MaybeUninit;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
 use super::view::View;
@@ -212,12 +212,8 @@ impl Plan<'_> {
                 .div_ceil(4 * parallel::threads())
                 .next_multiple_of(BLOCK)
                 .max(PARALLEL_CHUNK);
-            let parts: Vec<Mutex<&mut [MaybeUninit<f32>]>> =
-                spare.chunks_mut(chunk).map(Mutex::new).collect();
-            parallel::run(parts.len(), &|i| {
-                let mut part = parts[i].lock().unwrap_or_else(|e| e.into_inner());
-                fill(&mut part, i * chunk);
-            });
+            let mut parts: Vec<&mut [MaybeUninit<f32>]> = spare.chunks_mut(chunk).collect();
+            parallel::for_each_mut(&mut parts, &|i, part| fill(part, i * chunk));
         }
         // SAFETY: `fill` wrote every element of `spare`, the first `n` of the spare capacity (a
         // panic in any task propagates out of `parallel::run` before this line).
@@ -263,12 +259,9 @@ impl Plan<'_> {
             }
             (part_out, part_sums)
         };
-        let results: Vec<Mutex<(Vec<f32>, Vec<f64>)>> = pieces.iter().map(|_| Mutex::default()).collect();
-        parallel::run(pieces.len(), &|i| {
-            *results[i].lock().unwrap_or_else(|e| e.into_inner()) = partial(&pieces[i]);
-        });
-        for ((first, _), result) in pieces.iter().zip(results) {
-            let (part_out, part_sums) = result.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut results: Vec<(Vec<f32>, Vec<f64>)> = vec![Default::default(); pieces.len()];
+        parallel::for_each_mut(&mut results, &|i, result| *result = partial(&pieces[i]));
+        for ((first, _), (part_out, part_sums)) in pieces.iter().zip(results) {
             for (j, (&value, o)) in part_out.iter().zip(&mut out[*first..]).enumerate() {
                 match op {
                     ReduceOp::Sum => sums[first + j] += part_sums[j],

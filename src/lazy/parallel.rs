@@ -102,6 +102,18 @@ pub(crate) fn run(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
     }
 }
 
+/// Runs `task(i, &mut items[i])` for every item, as [`run`] does: each item is handed to exactly
+/// one task, so tasks can write their own part of an output.
+pub(crate) fn for_each_mut<T: Send>(items: &mut [T], task: &(dyn Fn(usize, &mut T) + Sync)) {
+    // Each lock is taken once, by the one task of its item: it only proves to the compiler that
+    // no two tasks share an item.
+    let cells: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
+    run(cells.len(), &|i| {
+        let mut item = cells[i].lock().unwrap_or_else(|e| e.into_inner());
+        task(i, &mut item);
+    });
+}
+
 /// Runs tasks until none is left to claim, and returns the first panic among them.
 fn claim_all(task: &(dyn Fn(usize) + Sync), next: &AtomicUsize, tasks: usize) -> Option<Box<dyn Any + Send>> {
     let mut first_panic = None;

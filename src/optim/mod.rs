@@ -17,8 +17,6 @@ mod sgd;
 pub use adam::Adam;
 pub use sgd::Sgd;
 
-use std::sync::Mutex;
-
 use crate::nn::Params;
 
 /// Updates a module's parameters from their accumulated gradients.
@@ -68,11 +66,10 @@ pub(crate) fn update_split<const N: usize>(
     }
     let chunk = g.len().div_ceil(2 * threads).max(MIN_CHUNK);
     let mut pieces = slices.map(|s| s.chunks_mut(chunk));
-    let pieces: Vec<Mutex<[&mut [f32]; N]>> = (0..g.len().div_ceil(chunk))
-        .map(|_| Mutex::new(std::array::from_fn(|j| pieces[j].next().expect("same lengths"))))
+    let mut pieces: Vec<[&mut [f32]; N]> = (0..g.len().div_ceil(chunk))
+        .map(|_| std::array::from_fn(|j| pieces[j].next().expect("same lengths")))
         .collect();
-    crate::lazy::parallel::run(pieces.len(), &|i| {
-        let mut piece = pieces[i].lock().unwrap_or_else(|e| e.into_inner());
+    crate::lazy::parallel::for_each_mut(&mut pieces, &|i, piece| {
         let end = ((i + 1) * chunk).min(g.len());
         f(piece.each_mut().map(|s| &mut **s), &g[i * chunk..end]);
     });
