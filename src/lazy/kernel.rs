@@ -197,10 +197,7 @@ impl Plan<'_> {
         let fill = |part: &mut [MaybeUninit<f32>], offset: usize| {
             let mut blocks = self.blocks();
             for (k, dst) in part.chunks_mut(BLOCK).enumerate() {
-                let values = blocks.compute(offset + k * BLOCK, dst.len());
-                for (d, &v) in dst.iter_mut().zip(values) {
-                    d.write(v);
-                }
+                blocks.compute_into(offset + k * BLOCK, dst);
             }
         };
         let spare = &mut out.spare_capacity_mut()[..n];
@@ -283,6 +280,42 @@ impl Blocks<'_> {
     /// Computes every value over positions `start..start + len` (at most a block) and returns
     /// the result's.
     fn compute(&mut self, start: usize, len: usize) -> &[f32] {
+        self.run(start, len, None);
+        let plan = self.plan;
+        let leaves = plan.kernel.leaves.len();
+        let root = leaves + plan.kernel.program.len() - 1;
+        if root < leaves {
+            self.leaf_block(root, start, len)
+        } else {
+            &self.slot_bufs[plan.slots[root].expect("root has a slot")][..len]
+        }
+    }
+
+    /// Computes the result over positions `start..start + dst.len()` straight into `dst`: the
+    /// last instruction writes there, saving a pass over a block buffer.
+    fn compute_into(&mut self, start: usize, dst: &mut [MaybeUninit<f32>]) {
+        if self.plan.kernel.program.is_empty() {
+            let values = self.compute(start, dst.len());
+            for (d, &v) in dst.iter_mut().zip(values) {
+                d.write(v);
+            }
+        } else {
+            self.run(start, dst.len(), Some(dst));
+        }
+    }
+
+    /// Leaf `v`'s values over the block at `start` (gathered first, if strided).
+    fn leaf_block(&self, v: usize, start: usize, len: usize) -> &[f32] {
+        let leaf = &self.plan.kernel.leaves[v];
+        match &self.plan.access[v] {
+            LeafAccess::Contiguous(off) => &leaf.buf[off + start..off + start + len],
+            LeafAccess::Broadcast(block) => &block[..len],
+            LeafAccess::Strided(_) => &self.gathered[v][..len],
+        }
+    }
+
+    /// Runs the program over one block; the last instruction writes to `last` when given.
+    fn run(&mut self, start: usize, len: usize, mut last: Option<&mut [MaybeUninit<f32>]>) {
         let plan = self.plan;
         let kernel = plan.kernel;
         let leaves = kernel.leaves.len();
@@ -291,37 +324,33 @@ impl Blocks<'_> {
                 gather(&leaf.buf, view, start, &mut scratch[..len]);
             }
         }
-        let gathered = &self.gathered;
-        let leaf_block = |v: usize| -> &[f32] {
-            match &plan.access[v] {
-                LeafAccess::Contiguous(off) => &kernel.leaves[v].buf[off + start..off + start + len],
-                LeafAccess::Broadcast(block) => &block[..len],
-                LeafAccess::Strided(_) => &gathered[v][..len],
-            }
-        };
         for (i, instr) in kernel.program.iter().enumerate() {
             let target = plan.slots[leaves + i].expect("instructions have slots");
             let mut result = std::mem::take(&mut self.slot_bufs[target]);
             {
-                let slot_bufs = &self.slot_bufs;
+                let this = &*self;
                 let value = |v: usize| -> &[f32] {
                     if v < leaves {
-                        leaf_block(v)
+                        this.leaf_block(v, start, len)
                     } else {
-                        &slot_bufs[plan.slots[v].expect("values have slots")][..len]
+                        &this.slot_bufs[plan.slots[v].expect("values have slots")][..len]
                     }
                 };
-                execute(instr, &value, &mut result[..len]);
+                match last.as_deref_mut() {
+                    Some(dst) if i + 1 == kernel.program.len() => execute(instr, &value, dst),
+                    _ => execute(instr, &value, as_uninit(&mut result[..len])),
+                }
             }
             self.slot_bufs[target] = result;
         }
-        let root = leaves + kernel.program.len() - 1;
-        if root < leaves {
-            leaf_block(root)
-        } else {
-            &self.slot_bufs[plan.slots[root].expect("root has a slot")][..len]
-        }
     }
+}
+
+/// An initialized slice seen as one that instructions write without reading.
+fn as_uninit(values: &mut [f32]) -> &mut [MaybeUninit<f32>] {
+    // SAFETY: same layout; only `execute` writes through the result, and it writes initialized
+    // values only, so `values` stays initialized.
+    unsafe { &mut *(values as *mut [f32] as *mut [MaybeUninit<f32>]) }
 }
 
 impl Drop for Blocks<'_> {
@@ -395,23 +424,28 @@ fn assign_slots(leaves: usize, program: &[Instr]) -> Vec<Option<usize>> {
 }
 
 #[inline(always)]
-fn map1(out: &mut [f32], a: &[f32], f: impl Fn(f32) -> f32) {
+fn map1(out: &mut [MaybeUninit<f32>], a: &[f32], f: impl Fn(f32) -> f32) {
     for (o, &x) in out.iter_mut().zip(a) {
-        *o = f(x);
+        o.write(f(x));
     }
 }
 
 #[inline(always)]
-fn map2(out: &mut [f32], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
+fn map2(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-        *o = f(x, y);
+        o.write(f(x, y));
     }
 }
 
-/// Runs one instruction over a block, with AVX-512 or AVX2 where the CPU has them (detected at run
-/// time). The
-/// same code is compiled twice; neither version fuses multiply-adds, so both round identically.
-pub(crate) fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f32]) {
+/// Runs one instruction over a block, writing every element of `out` (each operand is as long),
+/// with AVX-512 or AVX2 where the CPU has them (detected at run time). The same code is compiled
+/// twice; neither version fuses multiply-adds, so both round identically.
+pub(crate) fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [MaybeUninit<f32>]) {
+    debug_assert!(
+        (instr.operands().0[..instr.operands().1].iter()).all(|&v| value(v).len() == out.len()),
+        "every operand of {instr:?} must cover the {} outputs",
+        out.len()
+    );
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
@@ -428,19 +462,23 @@ pub(crate) fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], ou
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn execute_avx512<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f32]) {
+unsafe fn execute_avx512<'a>(
+    instr: &Instr,
+    value: &impl Fn(usize) -> &'a [f32],
+    out: &mut [MaybeUninit<f32>],
+) {
     execute_portable(instr, value, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn execute_avx2<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f32]) {
+unsafe fn execute_avx2<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [MaybeUninit<f32>]) {
     execute_portable(instr, value, out)
 }
 
 /// Each operation gets its own loop so the compiler can vectorize it.
 #[inline(always)]
-fn execute_portable<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [f32]) {
+fn execute_portable<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [MaybeUninit<f32>]) {
     macro_rules! unary {
         ($a:expr, $($op:ident),*) => {
             match instr {
@@ -490,7 +528,7 @@ fn execute_portable<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out:
         }
         Instr::Where(c, a, b) => {
             for (((o, &c), &x), &y) in out.iter_mut().zip(value(c)).zip(value(a)).zip(value(b)) {
-                *o = if c != 0.0 { x } else { y };
+                o.write(if c != 0.0 { x } else { y });
             }
         }
     }
@@ -516,7 +554,49 @@ fn accumulate(op: ReduceOp, values: &[f32], start: usize, run_len: usize, out: &
 
 /// Folds a block of values covering positions `start..` of a row-major iteration into the
 /// outputs when only leading axes are reduced: position `p` belongs to output `p % out.len()`.
+/// Compiled for AVX-512 and AVX2 too, like [`execute`]: this f64 accumulation is most of a bias
+/// gradient's cost.
 fn accumulate_columns(op: ReduceOp, values: &[f32], start: usize, out: &mut [f32], sums: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F, checked just above.
+            return unsafe { accumulate_columns_avx512(op, values, start, out, sums) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2, checked just above.
+            return unsafe { accumulate_columns_avx2(op, values, start, out, sums) };
+        }
+    }
+    accumulate_columns_inline(op, values, start, out, sums)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn accumulate_columns_avx512(
+    op: ReduceOp,
+    values: &[f32],
+    start: usize,
+    out: &mut [f32],
+    sums: &mut [f64],
+) {
+    accumulate_columns_inline(op, values, start, out, sums)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn accumulate_columns_avx2(
+    op: ReduceOp,
+    values: &[f32],
+    start: usize,
+    out: &mut [f32],
+    sums: &mut [f64],
+) {
+    accumulate_columns_inline(op, values, start, out, sums)
+}
+
+#[inline(always)]
+fn accumulate_columns_inline(op: ReduceOp, values: &[f32], start: usize, out: &mut [f32], sums: &mut [f64]) {
     let out_len = out.len();
     let mut pos = start;
     let end = start + values.len();

@@ -80,15 +80,16 @@ fn realize_single(root: &LazyBuffer) -> bool {
             drop(state);
             let trace = stats::tracing().then(|| (format!("{program:?} (direct)"), Instant::now()));
             let mut out = super::alloc::output(n);
-            for start in (0..n).step_by(BLOCK) {
-                let len = BLOCK.min(n - start);
-                out.resize(start + len, 0.0);
+            for (k, dst) in out.spare_capacity_mut()[..n].chunks_mut(BLOCK).enumerate() {
+                let (start, len) = (k * BLOCK, dst.len());
                 let value = |v: usize| -> &[f32] {
                     let from = offsets[v] + start;
                     &bufs[v][from..from + len]
                 };
-                execute(&program, &value, &mut out[start..]);
+                execute(&program, &value, dst);
             }
+            // SAFETY: `execute` wrote every element of each block, so the first `n` are set.
+            unsafe { out.set_len(n) };
             record(&root.node, out, 1, trace);
             return true;
         }
