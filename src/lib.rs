@@ -11,6 +11,7 @@ pub mod lazy;
 pub mod nn;
 pub mod optim;
 pub mod shape;
+mod simd;
 pub mod tensor;
 
 pub use error::{Error, Result};

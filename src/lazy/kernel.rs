@@ -10,6 +10,7 @@ use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary
 use super::view::View;
 use super::{alloc, parallel};
 use crate::shape::runtime::numel;
+use crate::simd::simd_dispatch;
 
 /// Elements per block: a few blocks of every live value fit in L1/L2 together.
 pub(crate) const BLOCK: usize = 512;
@@ -552,71 +553,32 @@ fn accumulate(op: ReduceOp, values: &[f32], start: usize, run_len: usize, out: &
     }
 }
 
-/// Folds a block of values covering positions `start..` of a row-major iteration into the
-/// outputs when only leading axes are reduced: position `p` belongs to output `p % out.len()`.
-/// Compiled for AVX-512 and AVX2 too, like [`execute`]: this f64 accumulation is most of a bias
-/// gradient's cost.
-fn accumulate_columns(op: ReduceOp, values: &[f32], start: usize, out: &mut [f32], sums: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F, checked just above.
-            return unsafe { accumulate_columns_avx512(op, values, start, out, sums) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
-            return unsafe { accumulate_columns_avx2(op, values, start, out, sums) };
-        }
-    }
-    accumulate_columns_inline(op, values, start, out, sums)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn accumulate_columns_avx512(
-    op: ReduceOp,
-    values: &[f32],
-    start: usize,
-    out: &mut [f32],
-    sums: &mut [f64],
-) {
-    accumulate_columns_inline(op, values, start, out, sums)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn accumulate_columns_avx2(
-    op: ReduceOp,
-    values: &[f32],
-    start: usize,
-    out: &mut [f32],
-    sums: &mut [f64],
-) {
-    accumulate_columns_inline(op, values, start, out, sums)
-}
-
-#[inline(always)]
-fn accumulate_columns_inline(op: ReduceOp, values: &[f32], start: usize, out: &mut [f32], sums: &mut [f64]) {
-    let out_len = out.len();
-    let mut pos = start;
-    let end = start + values.len();
-    while pos < end {
-        let o = pos % out_len;
-        let run_end = (pos + out_len - o).min(end);
-        let segment = &values[pos - start..run_end - start];
-        match op {
-            ReduceOp::Sum => {
-                for (acc, &x) in sums[o..o + segment.len()].iter_mut().zip(segment) {
-                    *acc += x as f64;
+simd_dispatch! {
+    /// Folds a block of values covering positions `start..` of a row-major iteration into the
+    /// outputs when only leading axes are reduced: position `p` belongs to output `p % out.len()`.
+    /// Dispatched to AVX-512/AVX2: this f64 accumulation is most of a bias gradient's cost.
+    fn accumulate_columns(op: ReduceOp, values: &[f32], start: usize, out: &mut [f32], sums: &mut [f64]) {
+        let out_len = out.len();
+        let mut pos = start;
+        let end = start + values.len();
+        while pos < end {
+            let o = pos % out_len;
+            let run_end = (pos + out_len - o).min(end);
+            let segment = &values[pos - start..run_end - start];
+            match op {
+                ReduceOp::Sum => {
+                    for (acc, &x) in sums[o..o + segment.len()].iter_mut().zip(segment) {
+                        *acc += x as f64;
+                    }
+                }
+                _ => {
+                    for (acc, &x) in out[o..o + segment.len()].iter_mut().zip(segment) {
+                        *acc = reduce_step_f32(op, *acc, x);
+                    }
                 }
             }
-            _ => {
-                for (acc, &x) in out[o..o + segment.len()].iter_mut().zip(segment) {
-                    *acc = reduce_step_f32(op, *acc, x);
-                }
-            }
+            pos = run_end;
         }
-        pos = run_end;
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::{Optimizer, apply_updates, check_state_len, flush_subnormal, slot, update_split};
 use crate::nn::Params;
+use crate::simd::simd_dispatch;
 
 /// Adam as PyTorch's `torch.optim.Adam` defines it (bias-corrected), or AdamW with decoupled
 /// weight decay. At a parameter's `t`-th step with a gradient (each parameter counts its own steps,
@@ -124,8 +125,15 @@ impl Optimizer for Adam {
                 inv_correction1,
                 inv_correction2,
             };
-            update_split([p, m, v], g, |[p, m, v], g| rule.apply(p, m, v, g));
+            update_split([p, m, v], g, |[p, m, v], g| update(rule, p, m, v, g));
         });
+    }
+}
+
+simd_dispatch! {
+    /// [`Rule::apply`], compiled for the widest SIMD the CPU has.
+    fn update(rule: Rule, p: &mut [f32], m: &mut [f32], v: &mut [f32], g: &[f32]) {
+        rule.apply(p, m, v, g)
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::{Optimizer, apply_updates, check_state_len, flush_subnormal, slot, update_split};
 use crate::nn::Params;
+use crate::simd::simd_dispatch;
 
 /// SGD as PyTorch's `torch.optim.SGD` defines it. With `g` the gradient and `p` the parameter:
 ///
@@ -103,15 +104,22 @@ impl Optimizer for Sgd {
         };
         apply_updates(model, |i, p, g| {
             if momentum == 0.0 {
-                update_split([p], g, |[p], g| rule.apply(p, &mut [], g, false));
+                update_split([p], g, |[p], g| update(rule, p, &mut [], g, false));
                 return;
             }
             let state = slot(buffers, i);
             let first = state.is_none();
             let b = state.get_or_insert_with(|| vec![0.0; p.len()]);
             check_state_len(i, b, p.len());
-            update_split([p, b], g, |[p, b], g| rule.apply(p, b, g, first));
+            update_split([p, b], g, |[p, b], g| update(rule, p, b, g, first));
         });
+    }
+}
+
+simd_dispatch! {
+    /// [`Rule::apply`], compiled for the widest SIMD the CPU has.
+    fn update(rule: Rule, p: &mut [f32], b: &mut [f32], g: &[f32], first: bool) {
+        rule.apply(p, b, g, first)
     }
 }
 
