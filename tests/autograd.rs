@@ -370,6 +370,21 @@ fn reduction_gradients() {
     });
 }
 
+/// Cross entropy has its own backward rule rather than its primitives' rules: check it through a
+/// broadcast bias and a run-time batch, with an upstream gradient other than 1 and the logits also
+/// used by another term (so their two gradients add).
+#[test]
+fn cross_entropy_gradient_against_finite_differences() {
+    let labels = Labels::from_vec(vec![2, 0, 3]);
+    let inputs = [uniform(70, 12, -2.0, 2.0), uniform(71, 4, -1.0, 1.0)];
+    gradcheck("cross entropy", &inputs, |l| {
+        let x = l.next((3usize, Const::<4>));
+        let bias: Tensor<R1<4>, Tracked> = l.next((Const::<4>,));
+        let logits = &x + &bias;
+        cross_entropy(&logits, &labels).unwrap() * 2.5 + weigh(&logits)
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Views
 

@@ -514,6 +514,24 @@ fn cross_entropy_gradient_is_softmax_minus_one_hot_over_batch() {
         .unwrap()
         .backward();
     assert_eq!(big.grad().unwrap().to_array(), [[1.0, -1.0, 0.0]]);
+
+    // A row with a non-finite logit has NaN in its gradient (its softmax is undefined) and leaves
+    // the other rows' gradients as they would be alone.
+    let alone = Tensor::from([[0.0, 1.0]]).requires_grad();
+    cross_entropy(&alone, &Labels::new(vec![1], Const::<1>).unwrap())
+        .unwrap()
+        .backward();
+    let alone = alone.grad().unwrap().to_array()[0];
+    for bad in [f32::NEG_INFINITY, f32::INFINITY, f32::NAN] {
+        let x = Tensor::from([[bad, bad], [0.0, 1.0]]).requires_grad();
+        cross_entropy(&x, &Labels::new(vec![0, 1], Const::<2>).unwrap())
+            .unwrap()
+            .backward();
+        let grad = x.grad().unwrap().to_array();
+        assert!(grad[0].iter().all(|g| g.is_nan()), "{bad}: {grad:?}");
+        // The batch of 2 halves each row's share.
+        assert_eq!(grad[1], alone.map(|g| g / 2.0), "{bad}");
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The primitive operations on [`Var`] and their backward rules, in lazy ops. Composite operations
-//! (softmax, mean, ...) are built from these and need no rules of their own.
+//! (softmax, mean, ...) are built from these and need no rules of their own; cross entropy has
+//! one, for speed (see `tensor::composite`).
 //!
 //! Tie rules: `max`/`min` (binary) give each input half the gradient where they are equal; a max
 //! or min reduction splits the gradient evenly among all elements equal to the extreme. `relu` and
@@ -25,7 +26,7 @@ impl Var {
         Var::record(y.clone(), &[self], || {
             let x = self.buf.clone();
             Box::new(move |g: &LazyBuffer| {
-                let zero = full_like(&x, 0.0);
+                let zero = || full_like(&x, 0.0);
                 vec![match op {
                     UnaryOp::Neg => g.unary(UnaryOp::Neg),
                     UnaryOp::Exp => g.mul(&y),
@@ -35,6 +36,7 @@ impl Var {
                     UnaryOp::Sin => g.mul(&x.unary(UnaryOp::Cos)),
                     UnaryOp::Cos => g.mul(&x.unary(UnaryOp::Sin)).unary(UnaryOp::Neg),
                     UnaryOp::Abs => {
+                        let zero = zero();
                         let sign = cmp(BinaryOp::CmpLt, &zero, &x).sub(&cmp(BinaryOp::CmpLt, &x, &zero));
                         g.mul(&sign)
                     }
@@ -42,7 +44,7 @@ impl Var {
                     UnaryOp::Sigmoid => g.mul(&y).mul(&full_like(&x, 1.0).sub(&y)),
                     // From the output (y > 0 exactly where x > 0), so the pre-activation is read
                     // only by the forward relu and can fuse into it.
-                    UnaryOp::Relu => g.mul(&cmp(BinaryOp::CmpLt, &zero, &y)),
+                    UnaryOp::Relu => g.mul(&cmp(BinaryOp::CmpLt, &zero(), &y)),
                 }]
             }) as BackwardFn
         })

@@ -1,6 +1,8 @@
 //! Composite operations, built from primitives (their gradients follow from the primitives'):
 //! softmax, log_softmax, logsumexp, variance, GELU, and the losses (cross entropy from class
-//! indices, mean squared error).
+//! indices, mean squared error). Cross entropy, the loss of nearly every classifier step, has its
+//! own backward rule, `(softmax − one_hot) · g / batch`: it records one rule instead of one per
+//! primitive, and its gradient is a single fused kernel over the forward's row maxima and sums.
 
 use super::{GradMode, Tensor};
 use crate::autograd::Var;
@@ -17,14 +19,18 @@ fn reduce_back(x: &Var, op: ReduceOp, axes: &[usize]) -> Var {
 /// (detached) maximum, so it is finite for logits of any magnitude. Where the maximum is not
 /// finite (a row of all `-inf`), `m` is taken as 0 so the result is `-inf` rather than NaN.
 fn logsumexp_keep(x: &Var, axes: &[usize]) -> Var {
-    let m = x.buf.reduce(ReduceOp::Max, axes);
-    let finite = m
-        .unary(UnaryOp::Abs)
-        .binary(BinaryOp::CmpLt, &LazyBuffer::full(m.shape(), f32::INFINITY));
-    let m = Var::untracked(finite.where_(&m, &LazyBuffer::full(m.shape(), 0.0)));
+    let m = Var::untracked(finite_or_zero(&x.buf.reduce(ReduceOp::Max, axes)));
     let shifted = x.binary(BinaryOp::Sub, &m.expand(x.buf.shape()));
     let sum = shifted.unary(UnaryOp::Exp).reduce(ReduceOp::Sum, axes);
     sum.unary(UnaryOp::Log).binary(BinaryOp::Add, &m)
+}
+
+/// `m` where it is finite, else 0: the shift that keeps `log Σ exp(x - m) + m` finite.
+fn finite_or_zero(m: &LazyBuffer) -> LazyBuffer {
+    let finite = m
+        .unary(UnaryOp::Abs)
+        .binary(BinaryOp::CmpLt, &LazyBuffer::full(m.shape(), f32::INFINITY));
+    finite.where_(m, &LazyBuffer::full(m.shape(), 0.0))
 }
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {
@@ -263,16 +269,31 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
             message: format!("class {label} is out of range for {C} classes"),
         });
     }
-    let one_hot = Var::untracked(one_hot(&labels.indices, C)?);
-    let lse = logsumexp_keep(&logits.var, &[1]).reshape(&[batch]);
-    let picked = logits
-        .var
-        .binary(BinaryOp::Mul, &one_hot)
-        .reduce(ReduceOp::Sum, &[1])
-        .reshape(&[batch]);
-    let per_sample = lse.binary(BinaryOp::Sub, &picked);
-    let total = Tensor::<(B,), G>::from_var((logits.shape.0,), per_sample).sum_all();
-    Ok(total / batch as f32)
+    let one_hot = one_hot(&labels.indices, C)?;
+    // The forward pass records no rules: the loss has one, below.
+    let x = &logits.var.buf;
+    let max = x.reduce(ReduceOp::Max, &[1]);
+    let shift = finite_or_zero(&max);
+    let sum_exp = x.sub(&shift.expand(x.shape())).unary(UnaryOp::Exp).sum(&[1]);
+    let lse = sum_exp.unary(UnaryOp::Log).add(&shift);
+    let picked = x.mul(&one_hot).sum(&[1]);
+    let batch_size = LazyBuffer::full(&[], batch as f32);
+    let mean = lse.sub(&picked).sum(&[0]).reshape(&[]).div(&batch_size);
+    let var = Var::record(mean, &[&logits.var], || {
+        let x = x.clone();
+        Box::new(move |g: &LazyBuffer| {
+            // d loss / d x = (softmax(x) - one_hot) · g / batch. The raw maximum equals the shift
+            // wherever the shift matters: a row whose maximum is not finite gets NaN either way.
+            let shape = x.shape();
+            let softmax = x
+                .sub(&max.expand(shape))
+                .unary(UnaryOp::Exp)
+                .div(&sum_exp.expand(shape));
+            let scale = g.div(&batch_size).reshape(&[1, 1]).expand(shape);
+            vec![softmax.sub(&one_hot).mul(&scale)]
+        }) as crate::autograd::BackwardFn
+    });
+    Ok(Tensor::from_var((), var))
 }
 
 /// The `[batch, classes]` one-hot matrix of `indices` (each `< classes`). Built lazily as
