@@ -597,6 +597,10 @@ fn sum_f32(values: &[f32]) -> f32 {
 
 /// Copies elements `start .. start + out.len()` (row-major over `view`'s shape) of `buf` seen
 /// through `view` into `out`; masked elements read as 0.
+///
+/// Runs once per block and strided leaf, often over short rows (a `[batch, 1]` column broadcast
+/// across 10 classes), so the row's buffer position is kept up to date rather than recomputed,
+/// and rows that are plain copies or one repeated value take a fast path.
 pub(crate) fn gather(buf: &[f32], view: &View, start: usize, out: &mut [f32]) {
     let shape = view.shape();
     let strides = view.strides();
@@ -624,25 +628,32 @@ pub(crate) fn gather(buf: &[f32], view: &View, start: usize, out: &mut [f32]) {
         index[d] = rest % shape[d];
         rest /= shape[d];
     }
-    let full = (0, shape[last]);
-    let (lo, hi) = view.mask().map_or(full, |m| m[last]);
+    let mask = view.mask();
+    let (lo, hi) = mask.map_or((0, shape[last]), |m| m[last]);
+    let row_unmasked = lo == 0 && hi == shape[last];
     let stride = strides[last];
+    // Buffer position of element `[index[..last], 0]`.
+    let mut base = view.offset() + (0..last).map(|d| index[d] as isize * strides[d]).sum::<isize>();
     let mut written = 0;
     while written < out.len() {
         let count = (out.len() - written).min(shape[last] - index[last]);
         let row = &mut out[written..written + count];
-        let outer_visible = view
-            .mask()
-            .is_none_or(|m| (0..last).all(|d| index[d] >= m[d].0 && index[d] < m[d].1));
-        let base = view.offset() + (0..last).map(|d| index[d] as isize * strides[d]).sum::<isize>();
+        let first = index[last];
+        let outer_visible = mask.is_none_or(|m| (0..last).all(|d| index[d] >= m[d].0 && index[d] < m[d].1));
         if !outer_visible {
             row.fill(0.0);
-        } else if stride == 1 && lo == 0 && hi == shape[last] {
-            let from = (base + index[last] as isize) as usize;
+        } else if row_unmasked && stride == 1 {
+            let from = (base + first as isize) as usize;
             row.copy_from_slice(&buf[from..from + count]);
+        } else if row_unmasked && stride == 0 {
+            row.fill(buf[base as usize]);
+        } else if row_unmasked {
+            for (j, o) in row.iter_mut().enumerate() {
+                *o = buf[(base + (first + j) as isize * stride) as usize];
+            }
         } else {
             for (j, o) in row.iter_mut().enumerate() {
-                let i = index[last] + j;
+                let i = first + j;
                 *o = if i >= lo && i < hi {
                     buf[(base + i as isize * stride) as usize]
                 } else {
@@ -652,12 +663,73 @@ pub(crate) fn gather(buf: &[f32], view: &View, start: usize, out: &mut [f32]) {
         }
         written += count;
         index[last] += count;
+        // Carry into the outer axes, moving `base` along with the index.
         for d in (1..rank).rev() {
             if index[d] < shape[d] {
                 break;
             }
+            if d < last {
+                base -= shape[d] as isize * strides[d];
+            }
             index[d] = 0;
             index[d - 1] += 1;
+            if d - 1 < last {
+                base += strides[d - 1];
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every element of `view`, row-major, by `View::position` (0 where masked).
+    fn by_position(buf: &[f32], view: &View) -> Vec<f32> {
+        let shape = view.shape();
+        let mut index = vec![0usize; shape.len()];
+        (0..view.numel())
+            .map(|_| {
+                let value = view.position(&index).map_or(0.0, |p| buf[p as usize]);
+                for d in (0..shape.len()).rev() {
+                    index[d] += 1;
+                    if index[d] < shape[d] {
+                        break;
+                    }
+                    index[d] = 0;
+                }
+                value
+            })
+            .collect()
+    }
+
+    #[test]
+    fn gather_matches_positions_from_any_start() {
+        let buf: Vec<f32> = (0..60).map(|i| i as f32 + 1.0).collect();
+        let base = View::contiguous(&[3, 4, 5]);
+        let views = [
+            base.clone(),
+            base.permute(&[2, 0, 1]),
+            base.shrink(&[(1, 3), (0, 4), (1, 4)]),
+            base.pad(&[(1, 0), (0, 2), (2, 1)]),
+            base.permute(&[1, 2, 0]).pad(&[(0, 1), (1, 1), (0, 0)]),
+            // A column broadcast across rows (stride 0 innermost), and a row broadcast down.
+            View::contiguous(&[3, 4, 1]).expand(&[3, 4, 7]),
+            View::contiguous(&[1, 1, 5]).expand(&[3, 4, 5]),
+            View::contiguous(&[3, 1, 1]).expand(&[3, 2, 6]).pad(&[(0, 1), (1, 0), (0, 2)]),
+            View::contiguous(&[60]),
+        ];
+        for view in &views {
+            let want = by_position(&buf, view);
+            let n = want.len();
+            for start in 0..n {
+                for len in [1, 2, 7, n - start] {
+                    let len = len.min(n - start);
+                    let mut out = vec![f32::NAN; len];
+                    gather(&buf, view, start, &mut out);
+                    assert_eq!(out, want[start..start + len], "{view:?} from {start}, {len} values");
+                }
+            }
         }
     }
 }
