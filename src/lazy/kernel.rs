@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
+use super::axes::AxisVec;
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
 use super::view::View;
 use super::{alloc, parallel};
@@ -54,10 +55,10 @@ impl Instr {
 /// (which the output keeps as size 1). The last value is the result.
 #[derive(Debug)]
 pub(crate) struct FusedKernel {
-    pub(crate) shape: Vec<usize>,
+    pub(crate) shape: AxisVec<usize>,
     pub(crate) leaves: Vec<Leaf>,
     pub(crate) program: Vec<Instr>,
-    pub(crate) reduce: Option<(ReduceOp, Vec<usize>)>,
+    pub(crate) reduce: Option<(ReduceOp, AxisVec<usize>)>,
 }
 
 /// How a leaf is read for one block.
@@ -716,7 +717,9 @@ mod tests {
             // A column broadcast across rows (stride 0 innermost), and a row broadcast down.
             View::contiguous(&[3, 4, 1]).expand(&[3, 4, 7]),
             View::contiguous(&[1, 1, 5]).expand(&[3, 4, 5]),
-            View::contiguous(&[3, 1, 1]).expand(&[3, 2, 6]).pad(&[(0, 1), (1, 0), (0, 2)]),
+            View::contiguous(&[3, 1, 1])
+                .expand(&[3, 2, 6])
+                .pad(&[(0, 1), (1, 0), (0, 2)]),
             View::contiguous(&[60]),
         ];
         for view in &views {
@@ -727,7 +730,11 @@ mod tests {
                     let len = len.min(n - start);
                     let mut out = vec![f32::NAN; len];
                     gather(&buf, view, start, &mut out);
-                    assert_eq!(out, want[start..start + len], "{view:?} from {start}, {len} values");
+                    assert_eq!(
+                        out,
+                        want[start..start + len],
+                        "{view:?} from {start}, {len} values"
+                    );
                 }
             }
         }

@@ -27,6 +27,7 @@
 //! ```
 
 mod alloc;
+mod axes;
 pub(crate) mod fast_hash;
 mod kernel;
 mod matmul;
@@ -44,6 +45,7 @@ use rand::Rng;
 
 use crate::error::{Error, Result};
 use crate::shape::runtime::{broadcast_shapes, check_permutation, checked_numel, numel};
+use axes::AxisVec;
 pub use node::nodes_alive;
 use node::{Node, Op, State};
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};
@@ -64,7 +66,7 @@ impl LazyBuffer {
         LazyBuffer { node, view }
     }
 
-    fn pending(shape: Vec<usize>, op: Op) -> Self {
+    fn pending(shape: &[usize], op: Op) -> Self {
         Self::from_node(Node::new(shape, State::Pending(op)))
     }
 
@@ -81,16 +83,13 @@ impl LazyBuffer {
                 got: data.len(),
             });
         }
-        Ok(Self::from_node(Node::new(
-            shape.to_vec(),
-            State::Realized(Arc::new(data)),
-        )))
+        Ok(Self::from_node(Node::new(shape, State::Realized(Arc::new(data)))))
     }
 
     /// Every element `value`. Stores one element, broadcast through a view.
     pub fn full(shape: &[usize], value: f32) -> Self {
         let one = Self::from_node(Node::new(
-            vec![1; shape.len()],
+            &AxisVec::filled(shape.len(), 1),
             State::Realized(Arc::new(vec![value])),
         ));
         one.expand(shape)
@@ -160,31 +159,29 @@ impl LazyBuffer {
 
     /// An elementwise operation of one input.
     pub fn unary(&self, op: UnaryOp) -> Self {
-        Self::pending(self.shape().to_vec(), Op::Unary(op, self.clone()))
+        Self::pending(self.shape(), Op::Unary(op, self.clone()))
     }
 
     /// An elementwise operation of two inputs of the same shape.
     pub fn binary(&self, op: BinaryOp, other: &LazyBuffer) -> Self {
         self.same_shape(other, "binary op");
-        Self::pending(self.shape().to_vec(), Op::Binary(op, self.clone(), other.clone()))
+        Self::pending(self.shape(), Op::Binary(op, self.clone(), other.clone()))
     }
 
     /// `self != 0 ? a : b`, all three of one shape.
     pub fn where_(&self, a: &LazyBuffer, b: &LazyBuffer) -> Self {
         self.same_shape(a, "where");
         self.same_shape(b, "where");
-        Self::pending(
-            self.shape().to_vec(),
-            Op::Where(self.clone(), a.clone(), b.clone()),
-        )
+        Self::pending(self.shape(), Op::Where(self.clone(), a.clone(), b.clone()))
     }
 
     /// Reduces `axes` to size 1 (the rank is kept).
     pub fn reduce(&self, op: ReduceOp, axes: &[usize]) -> Self {
-        let mut shape = self.shape().to_vec();
-        let mut axes = axes.to_vec();
-        axes.sort_unstable();
-        axes.dedup();
+        let mut shape = AxisVec::from_slice(self.shape());
+        let mut sorted = axes.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let axes = AxisVec::from_slice(&sorted);
         for &a in &axes {
             assert!(
                 a < shape.len(),
@@ -192,7 +189,7 @@ impl LazyBuffer {
             );
             shape[a] = 1;
         }
-        Self::pending(shape, Op::Reduce(op, self.clone(), axes))
+        Self::pending(&shape, Op::Reduce(op, self.clone(), axes))
     }
 
     /// Sum over `axes`, keeping them as size 1.
@@ -219,7 +216,7 @@ impl LazyBuffer {
             checked_numel(&shape).is_ok(),
             "matmul: the product of {a:?} and {b:?} would have shape {shape:?}, whose element count overflows usize"
         );
-        Self::pending(shape, Op::MatMul(self.clone(), other.clone()))
+        Self::pending(&shape, Op::MatMul(self.clone(), other.clone()))
     }
 
     /// A row-major copy of this view (a no-op if it already is one).
@@ -230,7 +227,7 @@ impl LazyBuffer {
         if let Some(product) = self.transposed_matmul() {
             return product;
         }
-        Self::pending(self.shape().to_vec(), Op::Contiguous(self.clone()))
+        Self::pending(self.shape(), Op::Contiguous(self.clone()))
     }
 
     /// `(a·b)ᵀ` laid out row-major is `bᵀ·aᵀ`: when this is the transposed view of a pending

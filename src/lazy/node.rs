@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::LazyBuffer;
+use super::axes::AxisVec;
 use super::ops::{BinaryOp, ReduceOp, UnaryOp};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -23,7 +24,7 @@ pub(crate) enum Op {
     /// `cond != 0 ? a : b`
     Where(LazyBuffer, LazyBuffer, LazyBuffer),
     /// Reduces the listed axes of the input to size 1.
-    Reduce(ReduceOp, LazyBuffer, Vec<usize>),
+    Reduce(ReduceOp, LazyBuffer, AxisVec<usize>),
     /// `[.., m, k] x [.., k, n]`, batch axes equal.
     MatMul(LazyBuffer, LazyBuffer),
     /// A copy of a view into a fresh row-major buffer.
@@ -117,16 +118,16 @@ pub(crate) enum State {
 pub(crate) struct Node {
     pub(crate) id: u64,
     /// The shape of the node's output, stored row-major once realized.
-    pub(crate) shape: Vec<usize>,
+    pub(crate) shape: AxisVec<usize>,
     state: Mutex<State>,
 }
 
 impl Node {
-    pub(crate) fn new(shape: Vec<usize>, state: State) -> Arc<Node> {
+    pub(crate) fn new(shape: &[usize], state: State) -> Arc<Node> {
         NODES_ALIVE.fetch_add(1, Ordering::Relaxed);
         Arc::new(Node {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            shape,
+            shape: AxisVec::from_slice(shape),
             state: Mutex::new(state),
         })
     }

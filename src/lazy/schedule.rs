@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::axes::AxisVec;
 use super::fast_hash::{FastMap, FastSet};
 use super::kernel::{BLOCK, FusedKernel, Instr, Leaf, execute};
 use super::node::{Node, Op, State};
@@ -279,7 +280,10 @@ impl Graph {
         match op {
             Op::Reduce(reduce_op, input, axes) => {
                 builder.value_of(input, input.view.clone())?;
-                Ok(builder.finish(input.shape().to_vec(), Some((*reduce_op, axes.clone()))))
+                Ok(builder.finish(
+                    AxisVec::from_slice(input.shape()),
+                    Some((*reduce_op, axes.clone())),
+                ))
             }
             Op::Contiguous(input) => {
                 builder.value_of(input, input.view.clone())?;
@@ -375,7 +379,7 @@ impl Builder<'_> {
     }
 
     /// Renumbers values: leaves `0..L`, instruction `i` is `L + i`.
-    fn finish(self, shape: Vec<usize>, reduce: Option<(super::ReduceOp, Vec<usize>)>) -> FusedKernel {
+    fn finish(self, shape: AxisVec<usize>, reduce: Option<(super::ReduceOp, AxisVec<usize>)>) -> FusedKernel {
         let leaves = self.leaves.len();
         let fix = |v: usize| {
             if v > usize::MAX / 2 {

@@ -7,20 +7,23 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use crate::shape::runtime::{contiguous_strides, numel};
+use super::axes::AxisVec;
+use crate::shape::runtime::{numel, write_contiguous_strides};
 
 /// A strided, optionally masked window onto a flat buffer.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct View(Arc<ViewData>);
 
 /// The fields of a [`View`], shared behind an `Arc` so cloning a view (and so a `LazyBuffer`)
-/// allocates nothing; a movement op copies them once.
+/// allocates nothing; a movement op copies them once. Axes are held inline up to rank 6, so a new
+/// view is one allocation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ViewData {
-    shape: Vec<usize>,
-    strides: Vec<isize>,
+    shape: AxisVec<usize>,
+    strides: AxisVec<isize>,
     offset: isize,
-    mask: Option<Vec<(usize, usize)>>,
+    /// Rare (only padded views have one), so kept out of line.
+    mask: Option<Box<[(usize, usize)]>>,
 }
 
 impl Deref for View {
@@ -37,19 +40,22 @@ impl DerefMut for View {
     }
 }
 
-impl View {
-    fn from_data(data: ViewData) -> Self {
-        View(Arc::new(data))
-    }
+/// Row-major strides of `shape`, without allocating.
+fn row_major(shape: &[usize]) -> AxisVec<isize> {
+    let mut strides = AxisVec::filled(shape.len(), 0isize);
+    write_contiguous_strides(shape, &mut strides);
+    strides
+}
 
+impl View {
     /// The row-major view of a fresh buffer of `shape`.
     pub fn contiguous(shape: &[usize]) -> Self {
-        View::from_data(ViewData {
-            shape: shape.to_vec(),
-            strides: contiguous_strides(shape),
+        View(Arc::new(ViewData {
+            shape: AxisVec::from_slice(shape),
+            strides: row_major(shape),
             offset: 0,
             mask: None,
-        })
+        }))
     }
 
     /// The logical shape.
@@ -101,7 +107,7 @@ impl View {
         if self.mask.is_some() {
             return None;
         }
-        let cstrides = contiguous_strides(&self.shape);
+        let cstrides = row_major(&self.shape);
         let mut step = None;
         for ((&d, &s), &c) in self.shape.iter().zip(&self.strides).zip(&cstrides) {
             if d <= 1 {
@@ -161,22 +167,22 @@ impl View {
     /// The same shape and mask over a single element (all strides 0, offset 0): read from a
     /// one-element buffer it is that element inside the mask and 0 in the padding.
     pub(crate) fn mask_only(&self) -> Self {
-        View::from_data(ViewData {
+        View(Arc::new(ViewData {
             shape: self.shape.clone(),
-            strides: vec![0; self.shape.len()],
+            strides: AxisVec::filled(self.shape.len(), 0),
             offset: 0,
             mask: self.mask.clone(),
-        })
+        }))
     }
 
     /// Reorders the axes: axis `d` of the result is axis `order[d]` of `self`.
     pub fn permute(&self, order: &[usize]) -> Self {
-        View::from_data(ViewData {
+        View(Arc::new(ViewData {
             shape: order.iter().map(|&a| self.shape[a]).collect(),
             strides: order.iter().map(|&a| self.strides[a]).collect(),
             offset: self.offset,
             mask: self.mask.as_ref().map(|m| order.iter().map(|&a| m[a]).collect()),
-        })
+        }))
     }
 
     /// Broadcasts size-1 axes to `shape` (same rank) by giving them stride 0.
@@ -246,7 +252,7 @@ impl View {
     /// make the data contiguous.
     pub fn reshape(&self, shape: &[usize]) -> Option<Self> {
         debug_assert_eq!(numel(shape), self.numel());
-        if self.shape == shape {
+        if *self.shape == *shape {
             return Some(self.clone());
         }
         if self.numel() == 0 {
@@ -280,12 +286,12 @@ impl View {
         if (0..self.shape.len()).any(|d| self.shape[d] == 1 && mask[d] != (0, 1)) {
             return None;
         }
-        let mut out = View::from_data(ViewData {
-            shape: shape.to_vec(),
-            strides: vec![0; shape.len()],
+        let mut out = View(Arc::new(ViewData {
+            shape: AxisVec::from_slice(shape),
+            strides: AxisVec::filled(shape.len(), 0),
             offset: self.offset,
-            mask: Some(vec![(0, 1); shape.len()]),
-        });
+            mask: Some(vec![(0, 1); shape.len()].into_boxed_slice()),
+        }));
         for (&o, &n) in kept_old.iter().zip(&kept_new) {
             out.strides[n] = self.strides[o];
             out.mask.as_mut().unwrap()[n] = mask[o];
@@ -303,7 +309,7 @@ impl View {
             .filter(|(d, _)| **d != 1)
             .map(|(&d, &s)| (d, s))
             .collect();
-        let mut strides = vec![0isize; shape.len()];
+        let mut strides = AxisVec::filled(shape.len(), 0isize);
         let (mut oi, mut ni) = (0, 0);
         while oi < old.len() && ni < shape.len() {
             if shape[ni] == 1 {
@@ -335,12 +341,12 @@ impl View {
             oi += 1;
             ni += 1;
         }
-        Some(View::from_data(ViewData {
-            shape: shape.to_vec(),
+        Some(View(Arc::new(ViewData {
+            shape: AxisVec::from_slice(shape),
             strides,
             offset: self.offset,
             mask: None,
-        }))
+        })))
     }
 
     /// The view `outer ∘ self`: `outer` looks at the row-major layout of `self`'s shape, and `self`
@@ -360,12 +366,12 @@ impl View {
             };
         }
         if let Some(step) = inner.linear_step() {
-            return Some(View::from_data(ViewData {
+            return Some(View(Arc::new(ViewData {
                 shape: outer.shape.clone(),
                 strides: outer.strides.iter().map(|s| s * step).collect(),
                 offset: inner.offset + outer.offset * step,
                 mask: outer.mask.clone(),
-            }));
+            })));
         }
         Self::compose_axiswise(outer, inner)
     }
@@ -375,14 +381,15 @@ impl View {
         if outer.offset != 0 || outer.mask.is_some() {
             return None;
         }
-        let cstrides = contiguous_strides(&inner.shape);
+        let cstrides = row_major(&inner.shape);
         let mut used = vec![false; inner.shape.len()];
-        let mut out = View::from_data(ViewData {
+        let mut out = View(Arc::new(ViewData {
             shape: outer.shape.clone(),
-            strides: vec![0; outer.shape.len()],
+            strides: AxisVec::filled(outer.shape.len(), 0),
             offset: inner.offset,
-            mask: inner.mask.as_ref().map(|_| Vec::with_capacity(outer.shape.len())),
-        });
+            mask: None,
+        }));
+        let mut mask = Vec::new();
         for d in 0..outer.shape.len() {
             let mut source = None;
             if outer.shape[d] > 1 && outer.strides[d] != 0 {
@@ -393,7 +400,7 @@ impl View {
                 out.strides[d] = inner.strides[j];
                 source = Some(j);
             }
-            if let (Some(mask), Some(inner_mask)) = (&mut out.mask, &inner.mask) {
+            if let Some(inner_mask) = &inner.mask {
                 mask.push(match source {
                     Some(j) => inner_mask[j],
                     None => (0, outer.shape[d]),
@@ -405,6 +412,9 @@ impl View {
             .mask
             .as_ref()
             .is_none_or(|m| (0..inner.shape.len()).all(|j| used[j] || m[j] == (0, 1) || inner.shape[j] == 0));
+        if inner.mask.is_some() {
+            out.mask = Some(mask.into_boxed_slice());
+        }
         (covered && unit_axes_visible).then_some(out)
     }
 }

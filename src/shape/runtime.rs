@@ -23,12 +23,18 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize> {
 /// Row-major strides of a contiguous buffer of `shape`: each is the product of the dims after it.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![0isize; shape.len()];
+    write_contiguous_strides(shape, &mut strides);
+    strides
+}
+
+/// [`contiguous_strides`] written into `strides` (as long as `shape`), for callers that keep
+/// strides without allocating.
+pub(crate) fn write_contiguous_strides(shape: &[usize], strides: &mut [isize]) {
     let mut acc = 1isize;
     for (stride, &dim) in strides.iter_mut().zip(shape).rev() {
         *stride = acc;
         acc = acc.saturating_mul(dim.max(1) as isize);
     }
-    strides
 }
 
 /// The inverse permutation of `order`: `permute(permute(x, order), argsort(order)) == x`.
