@@ -31,9 +31,14 @@ pub(crate) fn realize(roots: &[&LazyBuffer]) {
         return;
     }
     let mut forced: FastSet<u64> = FastSet::default();
+    // Reused from the last realization on this thread (a nested one gets fresh maps).
+    let mut scratch = SCRATCH.with(|s| s.take()).unwrap_or_default();
     loop {
-        let graph = Graph::collect(roots, &forced);
-        match graph.run() {
+        let graph = Graph::collect(roots, &forced, &mut scratch);
+        let result = graph.run(&mut scratch.memo);
+        scratch.index = graph.index;
+        scratch.index.clear();
+        match result {
             Ok(()) => break,
             // A view that does not compose: that node gets a buffer of its own, and we retry.
             Err(node_id) => {
@@ -41,7 +46,24 @@ pub(crate) fn realize(roots: &[&LazyBuffer]) {
             }
         }
     }
+    // A huge graph's maps are not worth holding on to.
+    if scratch.visited.capacity() <= 1 << 12 {
+        SCRATCH.with(|s| s.set(Some(scratch)));
+    }
     stats::update(|s| s.realize_time += started.elapsed());
+}
+
+/// Hash maps the scheduler fills on every realization. Kept per thread between realizations, so
+/// a training step's many small graphs neither allocate them nor grow them again.
+#[derive(Default)]
+struct Scratch {
+    visited: FastSet<u64>,
+    index: FastMap<u64, usize>,
+    memo: FastMap<(u64, View), usize>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Option<Scratch>> = const { std::cell::Cell::new(None) };
 }
 
 /// The common case of one elementwise node or matmul whose inputs all hold buffers (an
@@ -172,15 +194,16 @@ struct Graph {
 }
 
 impl Graph {
-    fn collect(roots: &[&LazyBuffer], forced: &FastSet<u64>) -> Graph {
+    fn collect(roots: &[&LazyBuffer], forced: &FastSet<u64>, scratch: &mut Scratch) -> Graph {
         let mut graph = Graph {
             nodes: Vec::new(),
             ops: Vec::new(),
-            index: FastMap::default(),
+            index: std::mem::take(&mut scratch.index),
             kernel_of: Vec::new(),
         };
         // Iterative post-order DFS: deep graphs must not overflow the stack.
-        let mut visited: FastSet<u64> = FastSet::default();
+        let visited = &mut scratch.visited;
+        visited.clear();
         let mut stack: Vec<(Arc<Node>, Option<Op>)> = Vec::new();
         for root in roots {
             if visited.insert(root.node.id)
@@ -254,27 +277,37 @@ impl Graph {
     }
 
     /// Runs every kernel root in topological order. `Err(id)` names a node that must be a root.
-    fn run(&self) -> Result<(), u64> {
+    fn run(&self, memo: &mut FastMap<(u64, View), usize>) -> Result<(), u64> {
         for i in 0..self.nodes.len() {
             if self.kernel_of[i] != i || self.nodes[i].buffer().is_some() {
                 continue;
             }
             match &self.ops[i] {
                 Op::MatMul(a, b) => run_matmul(&self.nodes[i], a, b),
-                op => run_kernel(&self.nodes[i], self.build(i, op)?),
+                op => {
+                    memo.clear();
+                    let kernel = self.build(i, op, memo);
+                    run_kernel(&self.nodes[i], kernel?);
+                }
             }
         }
+        memo.clear();
         Ok(())
     }
 
-    /// Builds the fused kernel rooted at node `root`.
-    fn build(&self, root: usize, op: &Op) -> Result<FusedKernel, u64> {
+    /// Builds the fused kernel rooted at node `root`, with `memo` empty.
+    fn build(
+        &self,
+        root: usize,
+        op: &Op,
+        memo: &mut FastMap<(u64, View), usize>,
+    ) -> Result<FusedKernel, u64> {
         let mut builder = Builder {
             graph: self,
             kernel: root,
             leaves: Vec::new(),
             program: Vec::new(),
-            memo: FastMap::default(),
+            memo,
         };
         let shape = self.nodes[root].shape.clone();
         match op {
@@ -314,7 +347,7 @@ struct Builder<'g> {
     kernel: usize,
     leaves: Vec<Leaf>,
     program: Vec<Instr>,
-    memo: FastMap<(u64, View), usize>,
+    memo: &'g mut FastMap<(u64, View), usize>,
 }
 
 impl Builder<'_> {
