@@ -204,33 +204,29 @@ impl Graph {
         // Iterative post-order DFS: deep graphs must not overflow the stack.
         let visited = &mut scratch.visited;
         visited.clear();
-        let mut stack: Vec<(Arc<Node>, Option<Op>)> = Vec::new();
+        // Pending nodes whose inputs are being visited, with their ops.
+        let mut stack: Vec<(Arc<Node>, Op)> = Vec::new();
         for root in roots {
             if visited.insert(root.node.id)
                 && let Some(op) = root.node.op()
             {
-                stack.push((root.node.clone(), Some(op)));
+                stack.push((root.node.clone(), op));
             }
-            while let Some((node, op)) = stack.last_mut() {
-                let pending_child = op.as_ref().and_then(|op| {
-                    op.inputs()
-                        .into_iter()
-                        .find(|i| !visited.contains(&i.node.id))
-                        .map(|i| i.node.clone())
-                });
-                match pending_child {
+            while let Some((_, op)) = stack.last() {
+                let next = op.inputs().into_iter().find(|i| !visited.contains(&i.node.id));
+                match next {
                     Some(child) => {
-                        visited.insert(child.id);
-                        if let Some(child_op) = child.op() {
-                            stack.push((child, Some(child_op)));
+                        visited.insert(child.node.id);
+                        if let Some(child_op) = child.node.op() {
+                            let child = child.node.clone();
+                            stack.push((child, child_op));
                         }
                     }
                     None => {
-                        let op = op.take().expect("visited once");
+                        let (node, op) = stack.pop().expect("the stack is not empty");
                         graph.index.insert(node.id, graph.nodes.len());
-                        graph.nodes.push(node.clone());
+                        graph.nodes.push(node);
                         graph.ops.push(op);
-                        stack.pop();
                     }
                 }
             }
