@@ -13,6 +13,10 @@
 //! splitting off). Results do not depend on the thread count: elements and rows of a product are
 //! computed independently, and reductions are cut into pieces fixed by their shape.
 //!
+//! A graph with the same structure as one realized earlier on the same thread (a training loop's
+//! every step) reuses that one's kernels instead of grouping and building them again; see
+//! [`stats::Stats::schedules_reused`].
+//!
 //! Shapes are trusted here: the typed layer checks them once. Mismatches are programmer errors and
 //! panic with both shapes named.
 //!
@@ -35,6 +39,7 @@ mod node;
 pub mod ops;
 pub(crate) mod parallel;
 pub mod reference;
+mod replay;
 mod schedule;
 pub mod stats;
 mod view;

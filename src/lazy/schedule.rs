@@ -12,6 +12,7 @@ use super::axes::AxisVec;
 use super::fast_hash::{FastMap, FastSet};
 use super::kernel::{BLOCK, FusedKernel, Instr, Leaf, execute};
 use super::node::{Node, Op, State};
+use super::replay::{KernelPlan, Plans, Signature, Source, Step};
 use super::view::View;
 use super::{LazyBuffer, matmul, stats};
 
@@ -34,8 +35,27 @@ pub(crate) fn realize(roots: &[&LazyBuffer]) {
     // Reused from the last realization on this thread (a nested one gets fresh maps).
     let mut scratch = SCRATCH.with(|s| s.take()).unwrap_or_default();
     loop {
-        let graph = Graph::collect(roots, &forced, &mut scratch);
-        let result = graph.run(&mut scratch.memo);
+        let mut graph = Graph::collect(roots, &mut scratch);
+        let signature = Signature::of(&graph.nodes, &graph.ops, &graph.index, roots);
+        let result = match scratch.plans.get(&signature) {
+            Some(steps) if forced.is_empty() => {
+                #[cfg(debug_assertions)]
+                graph.check_replay(roots, &steps, &signature, &mut scratch.memo);
+                graph.replay(&steps, &signature.externals);
+                stats::update(|s| s.schedules_reused += 1);
+                Ok(())
+            }
+            _ => {
+                graph.group(roots, &forced);
+                graph.run(&mut scratch.memo, &signature).map(|steps| {
+                    // A plan made with forced roots would be replayed without the retries
+                    // that found them; it is simply not kept.
+                    if let Some(steps) = steps.filter(|_| forced.is_empty()) {
+                        scratch.plans.insert(signature, steps);
+                    }
+                })
+            }
+        };
         scratch.index = graph.index;
         scratch.index.clear();
         match result {
@@ -60,6 +80,7 @@ struct Scratch {
     visited: FastSet<u64>,
     index: FastMap<u64, usize>,
     memo: FastMap<(u64, View), usize>,
+    plans: Plans,
 }
 
 thread_local! {
@@ -194,7 +215,7 @@ struct Graph {
 }
 
 impl Graph {
-    fn collect(roots: &[&LazyBuffer], forced: &FastSet<u64>, scratch: &mut Scratch) -> Graph {
+    fn collect(roots: &[&LazyBuffer], scratch: &mut Scratch) -> Graph {
         let mut graph = Graph {
             nodes: Vec::new(),
             ops: Vec::new(),
@@ -231,7 +252,6 @@ impl Graph {
                 }
             }
         }
-        graph.group(roots, forced);
         graph
     }
 
@@ -273,56 +293,127 @@ impl Graph {
     }
 
     /// Runs every kernel root in topological order. `Err(id)` names a node that must be a root.
-    fn run(&self, memo: &mut FastMap<(u64, View), usize>) -> Result<(), u64> {
+    /// On success, the steps it ran, unless they depended on more than the graph's structure
+    /// (a node realized meanwhile by another thread).
+    fn run(
+        &self,
+        memo: &mut FastMap<(u64, View), usize>,
+        signature: &Signature,
+    ) -> Result<Option<Vec<Step>>, u64> {
+        let mut steps = Vec::new();
+        let mut replayable = true;
         for i in 0..self.nodes.len() {
-            if self.kernel_of[i] != i || self.nodes[i].buffer().is_some() {
+            if self.kernel_of[i] != i {
+                continue;
+            }
+            if self.nodes[i].buffer().is_some() {
+                replayable = false;
                 continue;
             }
             match &self.ops[i] {
-                Op::MatMul(a, b) => run_matmul(&self.nodes[i], a, b),
+                Op::MatMul(a, b) => {
+                    run_matmul(&self.nodes[i], a, b);
+                    steps.push(Step::MatMul(i));
+                }
                 op => {
-                    memo.clear();
-                    let kernel = self.build(i, op, memo);
-                    run_kernel(&self.nodes[i], kernel?);
+                    let (plan, structural) = self.build(i, op, memo, &signature.slots)?;
+                    replayable &= structural;
+                    run_kernel(&self.nodes[i], plan.bind(&self.nodes, &signature.externals));
+                    steps.push(Step::Fused(i, plan));
                 }
             }
         }
         memo.clear();
-        Ok(())
+        Ok(replayable.then_some(steps))
     }
 
-    /// Builds the fused kernel rooted at node `root`, with `memo` empty.
+    /// Runs the steps of an earlier graph with this one's structure.
+    fn replay(&self, steps: &[Step], externals: &[Arc<Node>]) {
+        for step in steps {
+            let (Step::MatMul(i) | Step::Fused(i, _)) = *step;
+            if self.nodes[i].buffer().is_some() {
+                continue;
+            }
+            match (step, &self.ops[i]) {
+                (Step::MatMul(_), Op::MatMul(a, b)) => run_matmul(&self.nodes[i], a, b),
+                (Step::Fused(_, plan), _) => run_kernel(&self.nodes[i], plan.bind(&self.nodes, externals)),
+                (Step::MatMul(_), op) => unreachable!("a matmul step replayed on {op:?}"),
+            }
+        }
+    }
+
+    /// Debug builds check every replay against a fresh schedule of the same graph.
+    #[cfg(debug_assertions)]
+    fn check_replay(
+        &mut self,
+        roots: &[&LazyBuffer],
+        steps: &[Step],
+        signature: &Signature,
+        memo: &mut FastMap<(u64, View), usize>,
+    ) {
+        self.group(roots, &FastSet::default());
+        let kernel_roots: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.kernel_of[i] == i)
+            .collect();
+        let replayed: Vec<usize> = (steps.iter())
+            .map(|step| match step {
+                Step::MatMul(i) | Step::Fused(i, _) => *i,
+            })
+            .collect();
+        assert_eq!(kernel_roots, replayed, "a replayed schedule has other kernels");
+        for step in steps {
+            if let Step::Fused(i, plan) = step {
+                // A node another thread realized meanwhile is read, not recomputed, by a fresh
+                // plan; the replay recomputes it, to the same values.
+                match self.build(*i, &self.ops[*i], memo, &signature.slots) {
+                    Ok((fresh, true)) => assert_eq!(&fresh, plan, "kernel {i} replayed"),
+                    Ok((_, false)) => {}
+                    Err(id) => panic!("kernel {i} replayed, but node {id} does not compose"),
+                }
+            }
+        }
+        memo.clear();
+    }
+
+    /// Plans the fused kernel rooted at node `root` (`memo` is scratch space). The flag is false
+    /// if the plan depends on more than the graph's structure.
     fn build(
         &self,
         root: usize,
         op: &Op,
         memo: &mut FastMap<(u64, View), usize>,
-    ) -> Result<FusedKernel, u64> {
+        slots: &FastMap<u64, usize>,
+    ) -> Result<(KernelPlan, bool), u64> {
+        memo.clear();
         let mut builder = Builder {
             graph: self,
             kernel: root,
+            slots,
             leaves: Vec::new(),
             program: Vec::new(),
             memo,
+            structural: true,
         };
         let shape = self.nodes[root].shape.clone();
-        match op {
+        let (shape, reduce) = match op {
             Op::Reduce(reduce_op, input, axes) => {
                 builder.value_of(input, input.view.clone())?;
-                Ok(builder.finish(
+                (
                     AxisVec::from_slice(input.shape()),
                     Some((*reduce_op, axes.clone())),
-                ))
+                )
             }
             Op::Contiguous(input) => {
                 builder.value_of(input, input.view.clone())?;
-                Ok(builder.finish(shape, None))
+                (shape, None)
             }
             _ => {
                 builder.fused(root, &View::contiguous(&shape))?;
-                Ok(builder.finish(shape, None))
+                (shape, None)
             }
-        }
+        };
+        let structural = builder.structural;
+        Ok((builder.finish(shape, reduce), structural))
     }
 }
 
@@ -341,9 +432,14 @@ fn operand(input: &LazyBuffer) -> (Arc<Vec<f32>>, View) {
 struct Builder<'g> {
     graph: &'g Graph,
     kernel: usize,
-    leaves: Vec<Leaf>,
+    /// Slots of the graph's outside inputs.
+    slots: &'g FastMap<u64, usize>,
+    leaves: Vec<(Source, View)>,
     program: Vec<Instr>,
     memo: &'g mut FastMap<(u64, View), usize>,
+    /// False once the plan reads a node of its own kernel as a buffer (another thread realized
+    /// it meanwhile): another graph of this structure would not have that buffer.
+    structural: bool,
 }
 
 impl Builder<'_> {
@@ -354,22 +450,22 @@ impl Builder<'_> {
         if let Some(&v) = self.memo.get(&(node.id, access.clone())) {
             return Ok(v);
         }
-        let fused_here = self
-            .graph
-            .index
-            .get(&node.id)
-            .is_some_and(|&j| self.graph.kernel_of[j] == self.kernel && node.buffer().is_none());
-        let value = if fused_here {
-            let j = self.graph.index[&node.id];
-            self.fused(j, &access)?
-        } else {
-            let buf = node.buffer().expect("inputs of other kernels are realized first");
-            self.leaves.push(Leaf {
-                buf,
-                view: access.clone(),
-            });
-            // Leaves are numbered before instructions; fix up indices in `finish`.
-            usize::MAX - (self.leaves.len() - 1)
+        let position = self.graph.index.get(&node.id).copied();
+        let here = position.filter(|&j| self.graph.kernel_of[j] == self.kernel);
+        let value = match here {
+            Some(j) if node.buffer().is_none() => self.fused(j, &access)?,
+            _ => {
+                let source = match position {
+                    Some(j) => {
+                        self.structural &= here.is_none();
+                        Source::Node(j)
+                    }
+                    None => Source::External(self.slots[&node.id]),
+                };
+                self.leaves.push((source, access.clone()));
+                // Leaves are numbered before instructions; fix up indices in `finish`.
+                usize::MAX - (self.leaves.len() - 1)
+            }
         };
         self.memo.insert((node.id, access), value);
         Ok(value)
@@ -396,10 +492,7 @@ impl Builder<'_> {
         // over the fused inputs, it already does), select 0 through a mask leaf: `where(m, v, m)`
         // with `m` 1 inside the mask and 0 in the padding.
         if access.mask().is_some() && !op.preserves_zero() {
-            self.leaves.push(Leaf {
-                buf: Arc::new(vec![1.0]),
-                view: access.mask_only(),
-            });
+            self.leaves.push((Source::One, access.mask_only()));
             let mask = usize::MAX - (self.leaves.len() - 1);
             self.program.push(Instr::Where(mask, value, mask));
             return Ok(self.program.len() - 1);
@@ -408,7 +501,7 @@ impl Builder<'_> {
     }
 
     /// Renumbers values: leaves `0..L`, instruction `i` is `L + i`.
-    fn finish(self, shape: AxisVec<usize>, reduce: Option<(super::ReduceOp, AxisVec<usize>)>) -> FusedKernel {
+    fn finish(self, shape: AxisVec<usize>, reduce: Option<(super::ReduceOp, AxisVec<usize>)>) -> KernelPlan {
         let leaves = self.leaves.len();
         let fix = |v: usize| {
             if v > usize::MAX / 2 {
@@ -425,7 +518,7 @@ impl Builder<'_> {
                 Instr::Where(c, a, b) => Instr::Where(fix(c), fix(a), fix(b)),
             };
         }
-        FusedKernel {
+        KernelPlan {
             shape,
             leaves: self.leaves,
             program,

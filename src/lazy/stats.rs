@@ -23,6 +23,9 @@ pub struct Stats {
     /// Jobs split across threads: large elementwise kernels, matrix products and optimizer
     /// updates (`TEENYGRAD_THREADS` sets the thread count; `1` turns splitting off).
     pub parallel_jobs: u64,
+    /// Realizations that reused the kernels planned for an earlier graph of the same structure
+    /// (a training loop's every step after the first).
+    pub schedules_reused: u64,
 }
 
 thread_local! {
@@ -32,6 +35,7 @@ thread_local! {
         bytes_allocated: 0,
         realize_time: Duration::ZERO,
         parallel_jobs: 0,
+        schedules_reused: 0,
     }) };
 }
 

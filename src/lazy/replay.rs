@@ -1,0 +1,183 @@
+//! Reusing a schedule: a training loop realizes a graph of the same structure every step (new
+//! nodes, new values, the same operations, shapes and views). Grouping nodes into kernels and
+//! building each kernel's program depend on that structure alone, so the result is kept, keyed by
+//! a complete description of the structure, and replayed on the next graph that matches it.
+//!
+//! A plan names nodes by their position in the graph's topological order and inputs from outside
+//! the graph by the order in which they are first read, never by identity, so it applies to any
+//! graph with the same description.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::LazyBuffer;
+use super::axes::AxisVec;
+use super::fast_hash::FastMap;
+use super::kernel::{FusedKernel, Instr, Leaf};
+use super::node::{Node, Op};
+use super::ops::ReduceOp;
+use super::view::View;
+
+/// Where a kernel leaf's buffer comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Source {
+    /// The graph's node at this position, realized by an earlier kernel of the same run.
+    Node(usize),
+    /// The realized input from outside the graph with this slot (see [`Signature`]).
+    External(usize),
+    /// A single `1.0`: the mask leaf that zeroes padding.
+    One,
+}
+
+/// A fused kernel whose leaves are described by where they come from.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct KernelPlan {
+    pub(super) shape: AxisVec<usize>,
+    pub(super) leaves: Vec<(Source, View)>,
+    pub(super) program: Vec<Instr>,
+    pub(super) reduce: Option<(ReduceOp, AxisVec<usize>)>,
+}
+
+impl KernelPlan {
+    /// The runnable kernel, reading `nodes` (the graph, in order) and `externals` (by slot).
+    pub(super) fn bind(&self, nodes: &[Arc<Node>], externals: &[Arc<Node>]) -> FusedKernel {
+        let leaves = (self.leaves.iter())
+            .map(|(source, view)| {
+                let buf = match source {
+                    Source::Node(j) => nodes[*j].buffer(),
+                    Source::External(slot) => externals[*slot].buffer(),
+                    Source::One => Some(Arc::new(vec![1.0])),
+                };
+                Leaf {
+                    buf: buf.expect("a kernel's inputs are realized before it runs"),
+                    view: view.clone(),
+                }
+            })
+            .collect();
+        FusedKernel {
+            shape: self.shape.clone(),
+            leaves,
+            program: self.program.clone(),
+            reduce: self.reduce.clone(),
+        }
+    }
+}
+
+/// One kernel of a run, in order, by the position of its root.
+#[derive(Clone, Debug)]
+pub(super) enum Step {
+    MatMul(usize),
+    Fused(usize, KernelPlan),
+}
+
+/// Graphs of more nodes are neither described nor kept: their description would be large, and
+/// such a graph (a very deep chain) is rarely realized twice.
+const MAX_DESCRIBED_NODES: usize = 1 << 12;
+
+/// A complete description of a pending graph's structure (`None` if it is too large to keep),
+/// and its outside inputs by slot.
+pub(super) struct Signature {
+    words: Option<Vec<u64>>,
+    pub(super) externals: Vec<Arc<Node>>,
+    /// Node id → slot, for the outside inputs.
+    pub(super) slots: FastMap<u64, usize>,
+}
+
+impl Signature {
+    /// Describes the graph `ops` (topological order, `index` mapping node ids to positions) whose
+    /// requested roots are `roots`: per node its operation, shape and whether it was requested,
+    /// and per input where it comes from and the view it is read through.
+    pub(super) fn of(
+        nodes: &[Arc<Node>],
+        ops: &[Op],
+        index: &FastMap<u64, usize>,
+        roots: &[&LazyBuffer],
+    ) -> Self {
+        // Outside inputs get slots in every graph: kernels name them by slot.
+        let mut externals = Vec::new();
+        let mut slots = FastMap::default();
+        for input in ops.iter().flat_map(Op::inputs) {
+            if !index.contains_key(&input.node.id) && !slots.contains_key(&input.node.id) {
+                slots.insert(input.node.id, externals.len());
+                externals.push(input.node.clone());
+            }
+        }
+        let words = (ops.len() <= MAX_DESCRIBED_NODES).then(|| {
+            let mut words = Vec::with_capacity(32 * ops.len());
+            for (node, op) in nodes.iter().zip(ops) {
+                words.push(u64::from(roots.iter().any(|r| r.node.id == node.id)));
+                match op {
+                    Op::Unary(u, _) => words.extend([0, *u as u64]),
+                    Op::Binary(b, _, _) => words.extend([1, *b as u64]),
+                    Op::Where(..) => words.push(2),
+                    Op::Reduce(r, _, axes) => {
+                        words.extend([3, *r as u64]);
+                        push_list(&mut words, axes.iter().map(|&a| a as u64));
+                    }
+                    Op::MatMul(..) => words.push(4),
+                    Op::Contiguous(_) => words.push(5),
+                }
+                push_list(&mut words, node.shape.iter().map(|&d| d as u64));
+                for input in op.inputs() {
+                    words.extend(match index.get(&input.node.id) {
+                        Some(&j) => [0, j as u64],
+                        None => [1, slots[&input.node.id] as u64],
+                    });
+                    push_view(&mut words, &input.view);
+                }
+            }
+            words
+        });
+        Signature {
+            words,
+            externals,
+            slots,
+        }
+    }
+}
+
+fn push_list(words: &mut Vec<u64>, values: impl ExactSizeIterator<Item = u64>) {
+    words.push(values.len() as u64);
+    words.extend(values);
+}
+
+fn push_view(words: &mut Vec<u64>, view: &View) {
+    push_list(words, view.shape().iter().map(|&d| d as u64));
+    push_list(words, view.strides().iter().map(|&s| s as u64));
+    words.push(view.offset() as u64);
+    match view.mask() {
+        None => words.push(0),
+        Some(mask) => {
+            words.extend([1, mask.len() as u64]);
+            words.extend(mask.iter().flat_map(|&(lo, hi)| [lo as u64, hi as u64]));
+        }
+    }
+}
+
+/// The plans of the last few distinct graphs realized on a thread.
+#[derive(Default)]
+pub(super) struct Plans {
+    entries: Vec<(Vec<u64>, Rc<[Step]>)>,
+}
+
+/// A training step realizes a few distinct graphs (the step itself, an evaluation pass, a
+/// printed loss); more than this many and the oldest is forgotten.
+const PLANS_KEPT: usize = 8;
+
+impl Plans {
+    pub(super) fn get(&self, signature: &Signature) -> Option<Rc<[Step]>> {
+        let words = signature.words.as_ref()?;
+        (self.entries.iter())
+            .find(|(kept, _)| kept == words)
+            .map(|(_, steps)| steps.clone())
+    }
+
+    /// Keeps the steps of a graph (unless it was too large to describe).
+    pub(super) fn insert(&mut self, signature: Signature, steps: Vec<Step>) {
+        let Some(words) = signature.words else { return };
+        if self.entries.len() == PLANS_KEPT {
+            self.entries.remove(0);
+        }
+        self.entries.push((words, steps.into()));
+    }
+}
