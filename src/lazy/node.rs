@@ -182,23 +182,24 @@ impl Drop for Node {
             State::Realized(buf) => return super::alloc::recycle(buf),
             State::Dropped => return,
         };
-        // Only nodes this drop owns alone go on the stack (which then allocates); shared ones are
-        // just released.
-        let mut stack: Vec<Node> = Vec::new();
-        let release = |op: Op, stack: &mut Vec<Node>| {
-            stack.extend(op.into_inputs().filter_map(|b| Arc::try_unwrap(b.node).ok()));
+        // Only the ops of nodes this drop owns alone go on the stack (which then allocates);
+        // shared nodes are just released. Ops, not nodes, are moved: a node is twice the size.
+        let mut stack: Vec<Op> = Vec::new();
+        let release = |op: Op, stack: &mut Vec<Op>| {
+            for mut input in op.into_inputs().map(|b| b.node) {
+                if let Some(node) = Arc::get_mut(&mut input) {
+                    let state = node.state.get_mut().unwrap_or_else(|e| e.into_inner());
+                    match std::mem::replace(state, State::Dropped) {
+                        State::Pending(op) => stack.push(op),
+                        State::Realized(buf) => super::alloc::recycle(buf),
+                        State::Dropped => {}
+                    }
+                }
+            }
         };
         release(op, &mut stack);
-        while let Some(mut node) = stack.pop() {
-            let state = std::mem::replace(
-                node.state.get_mut().unwrap_or_else(|e| e.into_inner()),
-                State::Dropped,
-            );
-            match state {
-                State::Pending(op) => release(op, &mut stack),
-                State::Realized(buf) => super::alloc::recycle(buf),
-                State::Dropped => {}
-            }
+        while let Some(op) = stack.pop() {
+            release(op, &mut stack);
         }
     }
 }
