@@ -148,8 +148,8 @@ impl Var {
         let mut grads: FastMap<*const GradNode, LazyBuffer> = FastMap::default();
         grads.insert(Arc::as_ptr(root), seed);
         let mut touched_leaves = Vec::new();
-        for node in order.iter().rev() {
-            let Some(grad) = grads.remove(&Arc::as_ptr(node)) else {
+        for &node in order.iter().rev() {
+            let Some(grad) = grads.remove(&(node as *const GradNode)) else {
                 continue;
             };
             match &node.kind {
@@ -161,7 +161,7 @@ impl Var {
                         Some(old) => old.add(&grad),
                         None => grad,
                     });
-                    touched_leaves.push(node.clone());
+                    touched_leaves.push(node);
                 }
                 NodeKind::Op { inputs, backward } => {
                     let rule = lock(backward).take().expect(
@@ -197,11 +197,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Records reachable from `root`, inputs before the operations that use them (iterative DFS).
-fn topological_order(root: &Arc<GradNode>) -> Vec<Arc<GradNode>> {
+/// Borrowed, not cloned: `root` keeps every one of them alive, and reference counts were a
+/// visible part of building a small step's backward graph.
+fn topological_order(root: &GradNode) -> Vec<&GradNode> {
     let mut order = Vec::new();
     let mut seen: FastSet<*const GradNode> = FastSet::default();
-    let mut stack: Vec<(Arc<GradNode>, usize)> = vec![(root.clone(), 0)];
-    seen.insert(Arc::as_ptr(root));
+    let mut stack: Vec<(&GradNode, usize)> = vec![(root, 0)];
+    seen.insert(root);
     while let Some((node, next)) = stack.last_mut() {
         let inputs: &[Option<Arc<GradNode>>] = match &node.kind {
             NodeKind::Op { inputs, .. } => inputs,
@@ -209,14 +211,14 @@ fn topological_order(root: &Arc<GradNode>) -> Vec<Arc<GradNode>> {
         };
         match inputs[*next..].iter().position(|i| i.is_some()) {
             Some(skip) => {
-                let child = inputs[*next + skip].clone().expect("some");
+                let child: &GradNode = inputs[*next + skip].as_deref().expect("some");
                 *next += skip + 1;
-                if seen.insert(Arc::as_ptr(&child)) {
+                if seen.insert(child) {
                     stack.push((child, 0));
                 }
             }
             None => {
-                order.push(node.clone());
+                order.push(*node);
                 stack.pop();
             }
         }
