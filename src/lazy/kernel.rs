@@ -687,20 +687,8 @@ mod tests {
 
     /// Every element of `view`, row-major, by `View::position` (0 where masked).
     fn by_position(buf: &[f32], view: &View) -> Vec<f32> {
-        let shape = view.shape();
-        let mut index = vec![0usize; shape.len()];
-        (0..view.numel())
-            .map(|_| {
-                let value = view.position(&index).map_or(0.0, |p| buf[p as usize]);
-                for d in (0..shape.len()).rev() {
-                    index[d] += 1;
-                    if index[d] < shape[d] {
-                        break;
-                    }
-                    index[d] = 0;
-                }
-                value
-            })
+        (view.positions().iter())
+            .map(|p| p.map_or(0.0, |p| buf[p as usize]))
             .collect()
     }
 

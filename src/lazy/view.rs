@@ -142,6 +142,27 @@ impl View {
         )
     }
 
+    /// Every element's buffer position, in logical row-major order (`None` for padding): the
+    /// obviously correct reading that tests compare faster ones with.
+    #[cfg(test)]
+    pub(crate) fn positions(&self) -> Vec<Option<isize>> {
+        let shape = self.shape();
+        let mut index = vec![0usize; shape.len()];
+        (0..self.numel())
+            .map(|_| {
+                let position = self.position(&index);
+                for d in (0..shape.len()).rev() {
+                    index[d] += 1;
+                    if index[d] < shape[d] {
+                        break;
+                    }
+                    index[d] = 0;
+                }
+                position
+            })
+            .collect()
+    }
+
     /// The lowest and one-past-highest buffer positions any unmasked element touches, or `None` if
     /// the view shows no element of the buffer.
     pub fn extent(&self) -> Option<(isize, isize)> {
@@ -423,24 +444,6 @@ impl View {
 mod tests {
     use super::*;
 
-    /// Every element's buffer position, in logical row-major order (`None` for padding).
-    fn positions(view: &View) -> Vec<Option<isize>> {
-        let shape = view.shape().to_vec();
-        let mut out = Vec::new();
-        let mut index = vec![0usize; shape.len()];
-        for _ in 0..view.numel() {
-            out.push(view.position(&index));
-            for d in (0..shape.len()).rev() {
-                index[d] += 1;
-                if index[d] < shape[d] {
-                    break;
-                }
-                index[d] = 0;
-            }
-        }
-        out
-    }
-
     #[test]
     fn permute_then_reshape_needs_a_copy() {
         let v = View::contiguous(&[2, 3]).permute(&[1, 0]);
@@ -461,7 +464,7 @@ mod tests {
         // A shrunk row block keeps row stride: [4,6] -> rows 1..3 -> reshape [2,2,3]
         let s = v.shrink(&[(1, 3), (0, 6)]);
         let r = s.reshape(&[2, 2, 3]).unwrap();
-        assert_eq!(positions(&r), positions(&s));
+        assert_eq!(r.positions(), s.positions());
         // Columns 0..3 of each row are not mergeable across rows.
         assert!(v.shrink(&[(0, 4), (0, 3)]).reshape(&[12]).is_none());
     }
@@ -470,11 +473,11 @@ mod tests {
     fn pad_and_shrink_masks() {
         let v = View::contiguous(&[3]).pad(&[(1, 2)]);
         assert_eq!(v.shape(), &[6]);
-        assert_eq!(positions(&v), vec![None, Some(0), Some(1), Some(2), None, None]);
+        assert_eq!(v.positions(), vec![None, Some(0), Some(1), Some(2), None, None]);
         let back = v.shrink(&[(1, 4)]);
         assert_eq!(back, View::contiguous(&[3]), "unpadding removes the mask");
         let edge = v.shrink(&[(0, 2)]);
-        assert_eq!(positions(&edge), vec![None, Some(0)]);
+        assert_eq!(edge.positions(), vec![None, Some(0)]);
     }
 
     #[test]
@@ -503,12 +506,13 @@ mod tests {
         ];
         for outer in outers {
             let composed = View::compose(&outer, &inner).expect("composable");
-            let inner_positions = positions(&inner);
-            let expected: Vec<Option<isize>> = positions(&outer)
+            let inner_positions = inner.positions();
+            let expected: Vec<Option<isize>> = outer
+                .positions()
                 .into_iter()
                 .map(|p| p.and_then(|p| inner_positions[p as usize]))
                 .collect();
-            assert_eq!(positions(&composed), expected, "outer {outer:?}");
+            assert_eq!(composed.positions(), expected, "outer {outer:?}");
         }
     }
 }
