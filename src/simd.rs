@@ -3,7 +3,8 @@
 //! at run time. Rust never fuses a multiply and an add on its own, so every version rounds alike.
 
 /// Defines a function whose body is compiled three times (AVX-512F, AVX2, baseline) and runs the
-/// best version the CPU supports (detected at run time).
+/// best version the CPU supports (detected at run time). Non-generic functions only: the kernels'
+/// `execute`, generic over how it reads operands, dispatches the same way by hand.
 macro_rules! simd_dispatch {
     ($(#[$attr:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
         $(#[$attr])*
