@@ -36,6 +36,9 @@
 //! The reference computes in f64, whose own error (2^-53 relative per op) is far below these
 //! bounds. Values are kept within [-64, 64] by exact power-of-two rescaling so nothing overflows.
 //!
+//! Each case runs twice; the second run reuses the first one's schedules (see
+//! `tests/lazy_replay.rs`).
+//!
 //! The case count defaults to 256 (well under a second in the opt-level 1 test profile); set
 //! `TEENYGRAD_CASES` to run more (10,000 take about 15 s).
 
@@ -44,7 +47,7 @@ mod support;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use teenygrad::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp, reference};
+use teenygrad::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp, reference, stats};
 
 const EPS: f32 = f32::EPSILON;
 /// Keeps the reference (and the bound graph) cheap.
@@ -567,6 +570,7 @@ struct Case {
 
 #[test]
 fn random_graphs_match_the_reference() {
+    let (mut cases, mut reusing) = (0, 0);
     support::run_cases(
         "random_graphs_match_the_reference",
         256,
@@ -576,7 +580,22 @@ fn random_graphs_match_the_reference() {
                 .map(|_| (rng.random_bool(0.15), rng.random()))
                 .collect(),
         },
-        |case| run_graph(case.seed, &case.steps),
+        |case| {
+            run_graph(case.seed, &case.steps);
+            // The same graph again: its realizations have the structures just realized, so they
+            // reuse those schedules (in debug builds each reuse is also checked against a fresh
+            // schedule), and must still match the reference.
+            let before = stats::get().schedules_reused;
+            run_graph(case.seed, &case.steps);
+            cases += 1;
+            reusing += u32::from(stats::get().schedules_reused > before);
+        },
+    );
+    // Some graphs never reach the general scheduler (a single op on realized inputs runs
+    // directly); 233 of the default 256 reuse a schedule. (A single case rerun proves nothing.)
+    assert!(
+        cases < 16 || reusing * 4 >= cases * 3,
+        "only {reusing} of {cases} second runs reused a schedule"
     );
 }
 
