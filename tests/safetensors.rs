@@ -344,24 +344,28 @@ fn written_file_is_f32_little_endian_by_name_with_dims() {
     assert_eq!(bytes, expected);
 }
 
+/// A model of one parameter under a chosen name.
+struct Named(&'static str, Tensor<Rank1<2>, Tracked>);
+
+impl Params for Named {
+    fn visit(&self, _: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+        f(self.0, &self.1);
+    }
+    fn visit_mut(&mut self, _: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+        f(self.0, &mut self.1);
+    }
+}
+
 /// Names are JSON strings: quotes, backslashes and control characters are escaped, and the
 /// file loads back under the same names.
 #[test]
 fn names_needing_escapes_round_trip() {
-    struct Named(Tensor<Rank1<2>, Tracked>);
-    impl Params for Named {
-        fn visit(&self, _: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
-            f("a \"q\" \\ \n é", &self.0);
-        }
-        fn visit_mut(&mut self, _: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
-            f("a \"q\" \\ \n é", &mut self.0);
-        }
-    }
-    let a = Named(Tensor::from([1.0, 2.0]).requires_grad());
+    const NAME: &str = "a \"q\" \\ \n é";
+    let a = Named(NAME, Tensor::from([1.0, 2.0]).requires_grad());
     let bytes = nn::to_bytes(&a).unwrap();
     let quoted = r#""a \"q\" \\ \u000a é""#;
     assert!(String::from_utf8_lossy(&bytes).contains(quoted), "{bytes:?}");
-    let mut b = Named(Tensor::from([0.0, 0.0]).requires_grad());
+    let mut b = Named(NAME, Tensor::from([0.0, 0.0]).requires_grad());
     nn::from_bytes(&mut b, &bytes).unwrap();
     assert_eq!(b.state_dict(), a.state_dict());
 }
@@ -701,16 +705,8 @@ fn interop_export() {
 /// file whose metadata is `null` (the reference implementation reads it as optional) loads.
 #[test]
 fn the_metadata_key_is_reserved_and_may_be_null() {
-    struct Reserved(Tensor<Rank1<2>, Tracked>);
-    impl Params for Reserved {
-        fn visit(&self, _: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
-            f("__metadata__", &self.0);
-        }
-        fn visit_mut(&mut self, _: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
-            f("__metadata__", &mut self.0);
-        }
-    }
-    let err = nn::to_bytes(&Reserved(Tensor::from([1.0, 2.0]).requires_grad())).unwrap_err();
+    let reserved = Named("__metadata__", Tensor::from([1.0, 2.0]).requires_grad());
+    let err = nn::to_bytes(&reserved).unwrap_err();
     assert!(err.to_string().contains("reserves this name"), "{err}");
 
     let source = seeded_mlp(4);
