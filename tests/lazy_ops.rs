@@ -270,6 +270,27 @@ fn binary_ops_through_every_view_pairing() {
 }
 
 #[test]
+fn elementwise_ops_large_enough_to_split_across_threads() {
+    // Over 2 · 2^14 elements, so with several threads both the one-op path over plain buffers and
+    // the fused kernels split their output into parts; 7 · 4_999 is no multiple of the 512-element
+    // block, so the last block of the last part is short.
+    let mut rng = rng(14);
+    let shape = [7, 4_999];
+    for (name, x) in views(&mut rng, &shape, Values::Uniform(-3.0, 3.0)) {
+        for op in [UnaryOp::Exp, UnaryOp::Sqrt, UnaryOp::Relu] {
+            check_relative(&format!("{op:?} of {name}"), &x.unary(op), unary_ulps(op));
+        }
+        let y = leaf(&mut rng, &shape, Values::Uniform(-3.0, 3.0));
+        check_exact(&format!("{name} * leaf"), &x.mul(&y));
+        let one = LazyBuffer::full(&shape, 1.0);
+        check_exact(
+            &format!("max({name} + 1, leaf)"),
+            &x.add(&one).binary(BinaryOp::Max, &y),
+        );
+    }
+}
+
+#[test]
 fn where_through_every_view() {
     let mut rng = rng(3);
     for shape in SHAPES {

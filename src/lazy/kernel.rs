@@ -194,31 +194,42 @@ impl Plan<'_> {
 
     /// The output of a kernel without a reduction, split across threads when it is large.
     fn run_elementwise(&self) -> Vec<f32> {
-        let n = self.n;
-        let mut out = alloc::output(n);
-        let fill = |part: &mut [MaybeUninit<f32>], offset: usize| {
-            let mut blocks = self.blocks();
-            for (k, dst) in part.chunks_mut(BLOCK).enumerate() {
-                blocks.compute_into(offset + k * BLOCK, dst);
-            }
-        };
-        let spare = &mut out.spare_capacity_mut()[..n];
-        if n < 2 * PARALLEL_CHUNK || parallel::threads() == 1 {
-            fill(spare, 0);
-        } else {
-            // Whole blocks per task, so each task computes exactly the blocks one thread would.
-            let chunk = n
-                .div_ceil(4 * parallel::threads())
-                .next_multiple_of(BLOCK)
-                .max(PARALLEL_CHUNK);
-            let mut parts: Vec<&mut [MaybeUninit<f32>]> = spare.chunks_mut(chunk).collect();
-            parallel::for_each_mut(&mut parts, &|i, part| fill(part, i * chunk));
+        // SAFETY: `compute_into` writes every element of each block.
+        unsafe {
+            fill_output(self.n, |part, offset| {
+                let mut blocks = self.blocks();
+                for (k, dst) in part.chunks_mut(BLOCK).enumerate() {
+                    blocks.compute_into(offset + k * BLOCK, dst);
+                }
+            })
         }
-        // SAFETY: `fill` wrote every element of `spare`, the first `n` of the spare capacity (a
-        // panic in any task propagates out of `parallel::run` before this line).
-        unsafe { out.set_len(n) };
-        out
     }
+}
+
+/// A new output of `n` values, written by `fill(part, offset)` for the parts that tile it
+/// (`offset` is the part's first position). Large outputs are split across threads into parts of
+/// whole blocks, so each part computes exactly the blocks one thread would.
+///
+/// # Safety
+/// `fill` must write every element of the part it is given.
+pub(crate) unsafe fn fill_output(n: usize, fill: impl Fn(&mut [MaybeUninit<f32>], usize) + Sync) -> Vec<f32> {
+    let mut out = alloc::output(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    if n < 2 * PARALLEL_CHUNK || parallel::threads() == 1 {
+        fill(spare, 0);
+    } else {
+        let chunk = n
+            .div_ceil(4 * parallel::threads())
+            .next_multiple_of(BLOCK)
+            .max(PARALLEL_CHUNK);
+        let mut parts: Vec<&mut [MaybeUninit<f32>]> = spare.chunks_mut(chunk).collect();
+        parallel::for_each_mut(&mut parts, &|i, part| fill(part, i * chunk));
+    }
+    // SAFETY: `fill` writes every element of its part (the caller's promise), and the parts
+    // tile the first `n` of the spare capacity; a panic in any task propagates out of
+    // `parallel::for_each_mut` before this line.
+    unsafe { out.set_len(n) };
+    out
 }
 
 impl Plan<'_> {

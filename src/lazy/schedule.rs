@@ -5,12 +5,13 @@
 //! read through composes with its own inputs' views, and the kernel has fewer than
 //! [`MAX_FUSED_OPS`] operations. Every other node is a kernel of its own, run once and cached.
 
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::axes::AxisVec;
 use super::fast_hash::{FastMap, FastSet};
-use super::kernel::{BLOCK, FusedKernel, Instr, Leaf, execute};
+use super::kernel::{BLOCK, FusedKernel, Instr, Leaf, execute, fill_output};
 use super::node::{Node, Op, State};
 use super::replay::{KernelPlan, Plans, Signature, Source, Step};
 use super::view::View;
@@ -123,17 +124,18 @@ fn realize_single(root: &LazyBuffer) -> bool {
             let offsets: Vec<usize> = inputs.iter().map(|b| b.view.offset() as usize).collect();
             drop(state);
             let trace = stats::tracing().then(|| (format!("{program:?} (direct)"), Instant::now()));
-            let mut out = super::alloc::output(n);
-            for (k, dst) in out.spare_capacity_mut()[..n].chunks_mut(BLOCK).enumerate() {
-                let (start, len) = (k * BLOCK, dst.len());
-                let value = |v: usize| -> &[f32] {
-                    let from = offsets[v] + start;
-                    &bufs[v][from..from + len]
-                };
-                execute(&program, &value, dst);
-            }
-            // SAFETY: `execute` wrote every element of each block, so the first `n` are set.
-            unsafe { out.set_len(n) };
+            let fill = |part: &mut [MaybeUninit<f32>], offset: usize| {
+                for (k, dst) in part.chunks_mut(BLOCK).enumerate() {
+                    let (start, len) = (offset + k * BLOCK, dst.len());
+                    let value = |v: usize| -> &[f32] {
+                        let from = offsets[v] + start;
+                        &bufs[v][from..from + len]
+                    };
+                    execute(&program, &value, dst);
+                }
+            };
+            // SAFETY: `execute` writes every element of each block.
+            let out = unsafe { fill_output(n, fill) };
             record(&root.node, out, 1, trace);
             return true;
         }
