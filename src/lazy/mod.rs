@@ -34,6 +34,7 @@ mod alloc;
 mod axes;
 pub(crate) mod fast_hash;
 mod kernel;
+mod math;
 mod matmul;
 mod node;
 pub mod ops;

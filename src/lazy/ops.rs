@@ -3,6 +3,8 @@
 //! `min` and reductions; comparisons with NaN are false; `log(0) = -inf`, `log(-1) = NaN`,
 //! `recip(0) = inf`, `sqrt(-1) = NaN`.
 
+use super::math;
+
 /// Elementwise operations of one input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
@@ -66,54 +68,41 @@ pub enum ReduceOp {
     Min,
 }
 
-/// `e^x` in f32 from plain arithmetic, so a loop over it vectorizes (libm's `expf` is a call per
-/// element). Cody–Waite reduction `x = n·ln 2 + r`, `|r| <= ln 2 / 2`, Cephes' degree-7
-/// polynomial for `e^r`, and `2^n` applied as two exact power-of-two factors so subnormal results
-/// round once. Checked over every f32 in [-87.3, 88.7] against f64: within 1 ulp (0.99), like
-/// libm. `exp(±inf) = inf, 0`; NaN stays NaN; beyond ±88.7 it overflows to inf or underflows to 0.
-#[inline(always)]
-pub(crate) fn exp_f32(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    // ln 2 split so that n·LN2_HI is exact (9 significant bits) and LN2_HI + LN2_LO = ln 2.
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    // 1.5·2^23: adding it rounds to an integer, which then sits in the low mantissa bits.
-    const SHIFTER: f32 = 12_582_912.0;
-    // e^x is inf or 0 in f32 well inside these; clamping keeps 2^n's exponents in range (a NaN
-    // fails both comparisons and passes through).
-    let x = x.clamp(-110.0, 100.0);
-    let t = x * LOG2E + SHIFTER;
-    let n = t - SHIFTER;
-    let r = x - n * LN2_HI - n * LN2_LO;
-    let p = ((((1.987_569_2e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
-        + 1.666_666_5e-1)
-        * r
-        + 0.5;
-    let e = p * (r * r) + r + 1.0;
-    // n as an integer, split in two halves, each a normal power of two for |n| <= 160.
-    let ni = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
-    let n1 = ni >> 1;
-    let n2 = ni.wrapping_sub(n1);
-    let s1 = f32::from_bits((n1.wrapping_add(127) as u32).wrapping_shl(23));
-    let s2 = f32::from_bits((n2.wrapping_add(127) as u32).wrapping_shl(23));
-    e * s1 * s2
-}
-
-trait Exp {
+/// The transcendental functions the kernels compute in vectorizable form (see `math`), and
+/// the reference evaluator takes from the standard library in f64.
+trait Transcendental {
     fn exp_fast(self) -> Self;
+    fn ln_fast(self) -> Self;
+    fn tanh_fast(self) -> Self;
 }
 
-impl Exp for f32 {
+impl Transcendental for f32 {
     #[inline(always)]
     fn exp_fast(self) -> f32 {
-        exp_f32(self)
+        math::exp_f32(self)
+    }
+    #[inline(always)]
+    fn ln_fast(self) -> f32 {
+        math::log_f32(self)
+    }
+    #[inline(always)]
+    fn tanh_fast(self) -> f32 {
+        math::tanh_f32(self)
     }
 }
 
-impl Exp for f64 {
+impl Transcendental for f64 {
     #[inline(always)]
     fn exp_fast(self) -> f64 {
         self.exp()
+    }
+    #[inline(always)]
+    fn ln_fast(self) -> f64 {
+        self.ln()
+    }
+    #[inline(always)]
+    fn tanh_fast(self) -> f64 {
+        self.tanh()
     }
 }
 
@@ -124,13 +113,13 @@ macro_rules! scalar_semantics {
             match op {
                 UnaryOp::Neg => -x,
                 UnaryOp::Exp => x.exp_fast(),
-                UnaryOp::Log => x.ln(),
+                UnaryOp::Log => x.ln_fast(),
                 UnaryOp::Sqrt => x.sqrt(),
                 UnaryOp::Recip => 1.0 / x,
                 UnaryOp::Sin => x.sin(),
                 UnaryOp::Cos => x.cos(),
                 UnaryOp::Abs => x.abs(),
-                UnaryOp::Tanh => x.tanh(),
+                UnaryOp::Tanh => x.tanh_fast(),
                 UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp_fast()),
                 UnaryOp::Relu => {
                     if x < 0.0 {
@@ -208,30 +197,6 @@ mod tests {
         assert_eq!(binary_f32(BinaryOp::Pow, 2.0, 10.0), 1024.0);
         assert_eq!(binary_f32(BinaryOp::CmpLe, 1.0, 1.0), 1.0);
         assert_eq!(reduce_step_f32(ReduceOp::Min, 3.0, -1.0), -1.0);
-    }
-
-    #[test]
-    fn exp_within_one_ulp() {
-        // A sample of the range (every f32 was checked once, offline): 1 ulp of the f64 result.
-        let mut x = -87.3f32;
-        while x < 88.7 {
-            let exact = (x as f64).exp();
-            let rounded = exact as f32;
-            let ulp = (f32::from_bits(rounded.to_bits() + 1) - rounded) as f64;
-            let got = exp_f32(x) as f64;
-            assert!((got - exact).abs() <= ulp, "exp({x}) = {got}, exact {exact}");
-            x += 0.000_731;
-        }
-        assert_eq!(exp_f32(0.0), 1.0);
-        assert_eq!(exp_f32(-0.0), 1.0);
-        assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
-        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
-        assert_eq!(exp_f32(89.0), f32::INFINITY);
-        assert_eq!(exp_f32(-104.0), 0.0);
-        assert_eq!(exp_f32(-1000.0), 0.0);
-        assert!(exp_f32(f32::NAN).is_nan());
-        // Subnormal results round once.
-        assert_eq!(exp_f32(-95.0), (-95f64).exp() as f32);
     }
 
     #[test]
