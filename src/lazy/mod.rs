@@ -145,7 +145,7 @@ impl LazyBuffer {
 
     /// True once the underlying node holds its buffer.
     pub fn is_realized(&self) -> bool {
-        self.node.buffer().is_some()
+        self.node.is_realized()
     }
 
     /// A stable identity for the underlying node (views of one node share it).

@@ -145,6 +145,11 @@ impl Node {
         }
     }
 
+    /// Whether the node holds its buffer (without taking a reference to it).
+    pub(crate) fn is_realized(&self) -> bool {
+        matches!(&*self.state(), State::Realized(_))
+    }
+
     /// The operation, if pending.
     pub(crate) fn op(&self) -> Option<Op> {
         match &*self.state() {

@@ -22,7 +22,7 @@ pub(crate) const MAX_FUSED_OPS: usize = 64;
 
 /// Realizes the nodes behind `roots` (and only what they need).
 pub(crate) fn realize(roots: &[&LazyBuffer]) {
-    if roots.iter().all(|r| r.node.buffer().is_some()) {
+    if roots.iter().all(|r| r.node.is_realized()) {
         return;
     }
     let started = Instant::now();
@@ -308,7 +308,7 @@ impl Graph {
             if self.kernel_of[i] != i {
                 continue;
             }
-            if self.nodes[i].buffer().is_some() {
+            if self.nodes[i].is_realized() {
                 replayable = false;
                 continue;
             }
@@ -333,7 +333,7 @@ impl Graph {
     fn replay(&self, steps: &[Step], externals: &[Arc<Node>]) {
         for step in steps {
             let (Step::MatMul(i) | Step::Fused(i, _)) = *step;
-            if self.nodes[i].buffer().is_some() {
+            if self.nodes[i].is_realized() {
                 continue;
             }
             match (step, &self.ops[i]) {
@@ -455,7 +455,7 @@ impl Builder<'_> {
         let position = self.graph.index.get(&node.id).copied();
         let here = position.filter(|&j| self.graph.kernel_of[j] == self.kernel);
         let value = match here {
-            Some(j) if node.buffer().is_none() => self.fused(j, &access)?,
+            Some(j) if !node.is_realized() => self.fused(j, &access)?,
             _ => {
                 let source = match position {
                     Some(j) => {
