@@ -451,8 +451,9 @@ fn map2(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: impl Fn(f32, f32)
 }
 
 /// Runs one instruction over a block, writing every element of `out` (each operand is as long),
-/// with AVX-512 or AVX2 where the CPU has them (detected at run time). The same code is compiled
-/// twice; neither version fuses multiply-adds, so both round identically.
+/// with AVX-512 or AVX2 + FMA where the CPU has them (detected at run time). The versions round
+/// identically: the compiler never fuses operations, and the math functions' explicit fused
+/// multiply-adds round once on every version (see `math`).
 pub(crate) fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [MaybeUninit<f32>]) {
     debug_assert!(
         (instr.operands().0[..instr.operands().1].iter()).all(|&v| value(v).len() == out.len()),
@@ -465,8 +466,8 @@ pub(crate) fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], ou
             // SAFETY: the CPU supports AVX-512F, checked just above.
             return unsafe { execute_avx512(instr, value, out) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2, checked just above.
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU supports AVX2 and FMA, checked just above.
             return unsafe { execute_avx2(instr, value, out) };
         }
     }
@@ -513,7 +514,7 @@ fn exp_or_sigmoid_avx512(op: UnaryOp, a: &[f32], out: &mut [MaybeUninit<f32>]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn execute_avx2<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [MaybeUninit<f32>]) {
     execute_portable(instr, value, out)
 }
