@@ -734,10 +734,12 @@ mod tests {
     }
 
     #[test]
-    fn execute_matches_the_scalar_semantics_bit_for_bit() {
-        // Whatever instruction set `execute` picks (hand-written AVX-512 lanes for exp and
-        // sigmoid on this project's machines), each element must be the scalar function's; 77
-        // values leave a tail after four 16-lane chunks.
+    fn every_execute_version_matches_the_scalar_semantics_bit_for_bit() {
+        // Each instruction-set version this CPU can run (hand-written AVX-512 lanes for exp and
+        // sigmoid, the AVX2 + FMA build, the baseline build) must give the scalar function's
+        // bits, which the test computes in a baseline build (libm's fmaf for the fused
+        // multiply-adds). Inputs: IEEE specials, every binade of both signs, and a ramp; the
+        // length leaves a tail after whole 16-lane chunks.
         let specials = [
             0.0,
             -0.0,
@@ -751,6 +753,7 @@ mod tests {
             f32::NAN,
         ];
         let a: Vec<f32> = (specials.into_iter())
+            .chain((0..4099u32).map(|i| f32::from_bits(i.wrapping_mul(1_048_573))))
             .chain((0..67).map(|i| (i as f32 - 33.0) * 0.37))
             .collect();
         let b: Vec<f32> = a.iter().rev().copied().collect();
@@ -763,28 +766,55 @@ mod tests {
             UnaryOp::Sigmoid,
         ];
         let binary = [BinaryOp::Add, BinaryOp::Div, BinaryOp::Max, BinaryOp::CmpLe];
-        let instrs = (unary.iter().map(|&op| Instr::Unary(op, 0)))
+        let instrs: Vec<Instr> = (unary.iter().map(|&op| Instr::Unary(op, 0)))
             .chain(binary.iter().map(|&op| Instr::Binary(op, 0, 1)))
-            .chain([Instr::Where(1, 0, 1)]);
-        for instr in instrs {
-            let mut out = vec![MaybeUninit::uninit(); a.len()];
-            execute(&instr, &|v| if v == 0 { &a[..] } else { &b[..] }, &mut out);
-            for (i, o) in out.iter().enumerate() {
-                // SAFETY: `execute` writes every element.
-                let got = unsafe { o.assume_init() };
-                let want = match instr {
-                    Instr::Unary(op, _) => unary_f32(op, a[i]),
-                    Instr::Binary(op, _, _) => binary_f32(op, a[i], b[i]),
-                    Instr::Where(..) => {
-                        if b[i] != 0.0 {
-                            a[i]
-                        } else {
-                            b[i]
+            .chain([Instr::Where(1, 0, 1)])
+            .collect();
+        let value = |v: usize| if v == 0 { &a[..] } else { &b[..] };
+        let mut versions = vec!["baseline", "dispatched"];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                versions.push("avx512");
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                versions.push("avx2");
+            }
+        }
+        for version in versions {
+            for instr in &instrs {
+                let mut out = vec![MaybeUninit::uninit(); a.len()];
+                match version {
+                    "baseline" => execute_portable(instr, &value, &mut out),
+                    "dispatched" => execute(instr, &value, &mut out),
+                    // SAFETY: each version was listed only if the CPU has its features.
+                    #[cfg(target_arch = "x86_64")]
+                    "avx512" => unsafe { execute_avx512(instr, &value, &mut out) },
+                    #[cfg(target_arch = "x86_64")]
+                    "avx2" => unsafe { execute_avx2(instr, &value, &mut out) },
+                    _ => unreachable!(),
+                }
+                for (i, o) in out.iter().enumerate() {
+                    // SAFETY: every version writes every element.
+                    let got = unsafe { o.assume_init() };
+                    let want = match *instr {
+                        Instr::Unary(op, _) => unary_f32(op, a[i]),
+                        Instr::Binary(op, _, _) => binary_f32(op, a[i], b[i]),
+                        Instr::Where(..) => {
+                            if b[i] != 0.0 {
+                                a[i]
+                            } else {
+                                b[i]
+                            }
                         }
-                    }
-                };
-                let same = got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan());
-                assert!(same, "{instr:?} at {i}: {got:e}, scalar {want:e}");
+                    };
+                    let same = got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan());
+                    assert!(
+                        same,
+                        "{version} {instr:?} of {:e}: {got:e}, scalar {want:e}",
+                        a[i]
+                    );
+                }
             }
         }
     }
