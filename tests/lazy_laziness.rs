@@ -253,6 +253,42 @@ fn a_node_with_two_consumers() {
 }
 
 #[test]
+fn a_node_read_through_a_wide_broadcast_gets_its_own_buffer() {
+    let _serial = serial();
+    // log-sum-exp of each row, subtracted from every element of its row (log_softmax's last
+    // step, without the max).
+    let x = ramp(1024 * 64, &[1024, 64]);
+    let lse = x.unary(UnaryOp::Exp).sum(&[1]).unary(UnaryOp::Log);
+    let y = x.sub(&lse.expand(&[1024, 64]));
+    let want = reference::evaluate(&y);
+    stats::reset();
+    y.realize();
+    let ran = stats::get();
+    // Fused, the log would run 64 times per row: 65,536 times instead of 1,024.
+    assert_eq!(
+        ran.kernels, 3,
+        "exp into the sum, the log, the subtraction: {ran:?}"
+    );
+    assert!(lse.is_realized(), "the log has a buffer of its own");
+    assert_matches_reference(&y.to_vec(), &want);
+
+    // A narrow broadcast (a batch of 32 rows of 10) still fuses: a kernel costs more.
+    let x = ramp(320, &[32, 10]);
+    let lse = x.unary(UnaryOp::Exp).sum(&[1]).unary(UnaryOp::Log);
+    let y = x.sub(&lse.expand(&[32, 10]));
+    let want = reference::evaluate(&y);
+    stats::reset();
+    y.realize();
+    assert_eq!(
+        stats::get().kernels,
+        2,
+        "the sum, then the log fused into the subtraction"
+    );
+    assert!(!lse.is_realized());
+    assert_matches_reference(&y.to_vec(), &want);
+}
+
+#[test]
 fn a_hundred_thousand_op_chain_realizes_and_drops() {
     let _serial = serial();
     let base = nodes_alive();

@@ -2,8 +2,9 @@
 //!
 //! Grouping rule: an elementwise node joins the kernel of its consumers when all of them are in
 //! one kernel (elementwise, reduce or copy; never a matmul, which needs a buffer), the view it is
-//! read through composes with its own inputs' views, and the kernel has fewer than
-//! [`MAX_FUSED_OPS`] operations. Every other node is a kernel of its own, run once and cached.
+//! read through composes with its own inputs' views, the kernel has fewer than [`MAX_FUSED_OPS`]
+//! operations, and it is not read through a wide broadcast (see [`recomputes_broadcast`]). Every
+//! other node is a kernel of its own, run once and cached.
 
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use super::node::{Node, Op, State};
 use super::replay::{KernelPlan, Plans, Signature, Source, Step};
 use super::view::View;
 use super::{LazyBuffer, matmul, stats};
+use crate::shape::runtime::numel;
 
 /// A bound on one kernel's program: keeps per-block scratch small and deep chains iterative.
 pub(crate) const MAX_FUSED_OPS: usize = 64;
@@ -207,6 +209,17 @@ enum Consumers {
     Unfusable,
 }
 
+/// True if fusing `input`'s node into a consumer that reads it through `input`'s view would
+/// compute each of its values many times over (the view broadcasts it at least 4-fold) on enough
+/// elements (2^14 more) that a kernel of its own and a small buffer cost less: `log` of a row sum
+/// read across a [1024, 1024] log_softmax ran a million times instead of a thousand. Small
+/// broadcasts (a loss's per-row terms over a batch of logits) still fuse: there a kernel's fixed
+/// cost is larger than the recomputation.
+fn recomputes_broadcast(input: &LazyBuffer) -> bool {
+    let (reads, values) = (input.numel(), numel(&input.node.shape));
+    reads >= 4 * values && reads - values >= 1 << 14
+}
+
 /// The pending part of the graph, in topological order (inputs first).
 struct Graph {
     nodes: Vec<Arc<Node>>,
@@ -284,7 +297,7 @@ impl Graph {
             for input in self.ops[i].inputs() {
                 if let Some(&j) = self.index.get(&input.node.id) {
                     consumed_by[j] = match consumed_by[j] {
-                        _ if is_matmul => Consumers::Unfusable,
+                        _ if is_matmul || recomputes_broadcast(input) => Consumers::Unfusable,
                         Consumers::None => Consumers::OneKernel(k),
                         Consumers::OneKernel(other) if other == k => Consumers::OneKernel(k),
                         _ => Consumers::Unfusable,
