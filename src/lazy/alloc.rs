@@ -21,6 +21,7 @@ pub(crate) fn filled<T: Clone>(len: usize, value: T) -> Vec<T> {
 }
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// At most this many freed output buffers are kept per thread for reuse...
@@ -29,38 +30,40 @@ const POOL_BUFFERS: usize = 16;
 const POOL_BYTES: usize = 64 << 20;
 
 thread_local! {
-    /// Buffers of realized nodes dropped on this thread, for the next kernel outputs. A training
-    /// step or a repeated computation frees and needs the same sizes each time; reusing them
-    /// avoids the page faults of fresh large allocations.
-    static POOL: RefCell<Vec<Vec<f32>>> = const { RefCell::new(Vec::new()) };
+    /// Buffers of realized nodes dropped on this thread, oldest first, for the next kernel
+    /// outputs. A training step or a repeated computation frees and needs the same sizes each
+    /// time; reusing them avoids the page faults of fresh large allocations.
+    static POOL: RefCell<VecDeque<Vec<f32>>> = const { RefCell::new(VecDeque::new()) };
 }
 
-/// Takes back a dropped node's buffer if nothing else holds it.
+/// Takes back a dropped node's buffer if nothing else holds it. When the pool is full, the
+/// oldest buffers make room: buffers of sizes no longer asked for (those of a setup phase) must
+/// not keep a loop's buffers out for good.
 pub(crate) fn recycle(buf: Arc<Vec<f32>>) {
     let Ok(buf) = Arc::try_unwrap(buf) else { return };
-    if buf.capacity() < 1024 {
+    let bytes = |b: &Vec<f32>| b.capacity() * size_of::<f32>();
+    if buf.capacity() < 1024 || bytes(&buf) > POOL_BYTES {
         return; // small buffers are cheap to allocate
     }
     // During thread teardown the pool may be gone; then the buffer is simply freed.
     let _ = POOL.try_with(|pool| {
         let mut pool = pool.borrow_mut();
-        let held: usize = pool.iter().map(|b| b.capacity() * size_of::<f32>()).sum();
-        if pool.len() < POOL_BUFFERS && held + buf.capacity() * size_of::<f32>() <= POOL_BYTES {
-            pool.push(buf);
+        let mut held: usize = pool.iter().map(bytes).sum::<usize>() + bytes(&buf);
+        pool.push_back(buf);
+        while pool.len() > POOL_BUFFERS || held > POOL_BYTES {
+            held -= pool.pop_front().as_ref().map_or(0, bytes);
         }
     });
 }
 
-/// An empty buffer with room for `len` values: a pooled one of a close size if there is one,
-/// else a fresh allocation.
+/// An empty buffer with room for `len` values: the most recently pooled one of a close size if
+/// there is one, else a fresh allocation.
 pub(crate) fn output(len: usize) -> Vec<f32> {
     let reused = POOL
         .try_with(|pool| {
             let mut pool = pool.borrow_mut();
-            let fits = pool
-                .iter()
-                .position(|b| b.capacity() >= len && b.capacity() <= 2 * len);
-            fits.map(|i| pool.swap_remove(i))
+            let fits = (pool.iter()).rposition(|b| b.capacity() >= len && b.capacity() <= 2 * len);
+            fits.and_then(|i| pool.remove(i))
         })
         .ok()
         .flatten();
@@ -78,4 +81,48 @@ pub(crate) fn output_filled(len: usize, value: f32) -> Vec<f32> {
     let mut buf = output(len);
     buf.resize(len, value);
     buf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pooled_bytes() -> usize {
+        POOL.with(|pool| pool.borrow().iter().map(|b| b.capacity() * size_of::<f32>()).sum())
+    }
+
+    #[test]
+    fn new_buffers_push_out_the_oldest() {
+        // A setup phase fills the pool with buffers of a size never asked for again...
+        for _ in 0..2 * POOL_BUFFERS {
+            recycle(Arc::new(vec![0.0; 5_000]));
+        }
+        // ...and a loop's buffer still gets in and comes back out.
+        let buf = Arc::new(with_capacity::<f32>(100_000));
+        let ptr = buf.as_ptr();
+        recycle(buf);
+        let again = output(100_000);
+        assert_eq!(again.as_ptr(), ptr);
+        // A buffer still shared elsewhere is not taken.
+        let shared = Arc::new(with_capacity::<f32>(100_000));
+        let other = Arc::clone(&shared);
+        recycle(shared);
+        let fresh = output(100_000);
+        assert_ne!(fresh.as_ptr(), other.as_ptr());
+    }
+
+    #[test]
+    fn the_pool_stays_within_its_bounds() {
+        for _ in 0..20 {
+            recycle(Arc::new(with_capacity::<f32>(2 << 20))); // 8 MiB each
+            assert!(pooled_bytes() <= POOL_BYTES);
+        }
+        assert_eq!(pooled_bytes(), POOL_BYTES, "the newest 8 fill it");
+        recycle(Arc::new(with_capacity::<f32>(POOL_BYTES / 4 + 1)));
+        assert_eq!(pooled_bytes(), POOL_BYTES, "a buffer larger than the pool is not kept");
+        for _ in 0..2 * POOL_BUFFERS {
+            recycle(Arc::new(vec![0.0; 2_000]));
+        }
+        POOL.with(|pool| assert_eq!(pool.borrow().len(), POOL_BUFFERS));
+    }
 }
