@@ -88,7 +88,12 @@ mod tests {
     use super::*;
 
     fn pooled_bytes() -> usize {
-        POOL.with(|pool| pool.borrow().iter().map(|b| b.capacity() * size_of::<f32>()).sum())
+        POOL.with(|pool| {
+            pool.borrow()
+                .iter()
+                .map(|b| b.capacity() * size_of::<f32>())
+                .sum()
+        })
     }
 
     #[test]
@@ -119,7 +124,11 @@ mod tests {
         }
         assert_eq!(pooled_bytes(), POOL_BYTES, "the newest 8 fill it");
         recycle(Arc::new(with_capacity::<f32>(POOL_BYTES / 4 + 1)));
-        assert_eq!(pooled_bytes(), POOL_BYTES, "a buffer larger than the pool is not kept");
+        assert_eq!(
+            pooled_bytes(),
+            POOL_BYTES,
+            "a buffer larger than the pool is not kept"
+        );
         for _ in 0..2 * POOL_BUFFERS {
             recycle(Arc::new(vec![0.0; 2_000]));
         }

@@ -76,10 +76,18 @@ impl FusedKernel {
     pub(crate) fn run(&self) -> Vec<f32> {
         let rank = self.shape.len();
         let reduced: &[usize] = self.reduce.as_ref().map_or(&[], |(_, axes)| axes);
-        // Reducing leading axes only (a bias gradient, a column sum): keep memory order, and
-        // element `p` folds into output `p % out_len`, so each block reads rows contiguously.
-        let columns =
-            !reduced.is_empty() && reduced.len() < rank && reduced.iter().enumerate().all(|(i, &a)| a == i);
+        // Reducing one range of axes with kept axes after it, `[outer.., reduced.., inner..]` (a
+        // bias gradient, a column sum, a mean over a sequence): keep memory order, and add each
+        // `inner` row of values into a row of outputs, so blocks read and add rows contiguously.
+        // Past leading axes, only when those rows are long enough to vectorize; otherwise each
+        // output is better folded as one run.
+        let consecutive = reduced.windows(2).all(|w| w[1] == w[0] + 1);
+        let inner: usize = reduced
+            .last()
+            .map_or(1, |&last| self.shape[last + 1..].iter().product());
+        let columns = consecutive
+            && reduced.last().is_some_and(|&last| last + 1 < rank)
+            && (reduced[0] == 0 || inner >= 16);
         // Otherwise iterate kept axes outermost and reduced axes innermost, so each output is one
         // run. Without a reduction that is the kernel's own order.
         let order: Option<Vec<usize>> = (self.reduce.is_some() && !columns).then(|| {
@@ -133,7 +141,7 @@ impl FusedKernel {
             for start in (0..n).step_by(BLOCK) {
                 let values = blocks.compute(start, BLOCK.min(n - start));
                 if columns {
-                    accumulate_columns(*op, values, start, &mut out, &mut sums);
+                    accumulate_columns(*op, values, start, inner, run_len * inner, &mut out, &mut sums);
                 } else {
                     accumulate(*op, values, start, run_len, &mut out, &mut sums);
                 }
@@ -597,15 +605,24 @@ fn accumulate(op: ReduceOp, values: &[f32], start: usize, run_len: usize, out: &
 
 simd_dispatch! {
     /// Folds a block of values covering positions `start..` of a row-major iteration into the
-    /// outputs when only leading axes are reduced: position `p` belongs to output `p % out.len()`.
-    /// Dispatched to AVX-512/AVX2: this f64 accumulation is most of a bias gradient's cost.
-    fn accumulate_columns(op: ReduceOp, values: &[f32], start: usize, out: &mut [f32], sums: &mut [f64]) {
-        let out_len = out.len();
+    /// outputs when one range of axes is reduced: each `span` positions fold into the next
+    /// `inner` outputs, position `p` into output `(p / span) · inner + p % inner`. Dispatched to
+    /// AVX-512/AVX2: this f64 accumulation is most of a bias gradient's cost.
+    fn accumulate_columns(
+        op: ReduceOp,
+        values: &[f32],
+        start: usize,
+        inner: usize,
+        span: usize,
+        out: &mut [f32],
+        sums: &mut [f64],
+    ) {
         let mut pos = start;
         let end = start + values.len();
         while pos < end {
-            let o = pos % out_len;
-            let run_end = (pos + out_len - o).min(end);
+            let column = pos % inner;
+            let o = pos / span * inner + column;
+            let run_end = (pos + inner - column).min(end);
             let segment = &values[pos - start..run_end - start];
             match op {
                 ReduceOp::Sum => {
