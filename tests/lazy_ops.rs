@@ -292,6 +292,42 @@ fn elementwise_ops_large_enough_to_split_across_threads() {
 }
 
 #[test]
+fn large_transposed_reads() {
+    // Large enough that a transposed leaf is copied in tiles before the kernel runs (a shape
+    // whose sides are not multiples of the tile), in elementwise kernels and in reductions over
+    // each axis, against the reference.
+    let mut rng = rng(15);
+    let x = leaf(&mut rng, &[300, 203], Values::Uniform(-3.0, 3.0)).permute(&[1, 0]);
+    let y = leaf(&mut rng, &[203, 300], Values::Uniform(-3.0, 3.0));
+    check_exact("transpose * plain", &x.mul(&y));
+    check_relative(
+        "exp of a transpose",
+        &x.unary(UnaryOp::Exp),
+        unary_ulps(UnaryOp::Exp),
+    );
+    for axes in [&[0][..], &[1], &[0, 1]] {
+        check_reduce(
+            &format!("sum over {axes:?} of a transpose"),
+            &x,
+            ReduceOp::Sum,
+            axes,
+        );
+        check_reduce(
+            &format!("max over {axes:?} of a transpose"),
+            &x,
+            ReduceOp::Max,
+            axes,
+        );
+    }
+    // A 3-d permutation whose contiguous source axis is in the middle.
+    let z = leaf(&mut rng, &[20, 30, 64], Values::Uniform(-3.0, 3.0)).permute(&[1, 2, 0]);
+    check_exact(
+        "3-d permutation + 1",
+        &z.add(&LazyBuffer::full(&[30, 64, 20], 1.0)),
+    );
+}
+
+#[test]
 fn where_through_every_view() {
     let mut rng = rng(3);
     for shape in SHAPES {

@@ -7,6 +7,7 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use super::axes::AxisVec;
+use super::gather::{gather, gather_tiled, tiled_axis};
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
 use super::view::View;
 use super::{alloc, math, parallel};
@@ -67,6 +68,8 @@ enum LeafAccess<'a> {
     Contiguous(usize),
     /// One value everywhere: a block prefilled once.
     Broadcast(Vec<f32>),
+    /// All of it, copied row-major in tiles before the first block (a large transpose).
+    Copied(Vec<f32>),
     /// Anything else, gathered per block (the view in iteration order).
     Strided(Cow<'a, View>),
 }
@@ -109,6 +112,8 @@ impl FusedKernel {
                     LeafAccess::Broadcast(vec![leaf.buf[view.offset() as usize]; BLOCK.min(n)])
                 } else if view.mask().is_none() && view.has_contiguous_strides() {
                     LeafAccess::Contiguous(view.offset() as usize)
+                } else if let Some(axis) = tiled_axis(&view) {
+                    LeafAccess::Copied(gather_tiled(&leaf.buf, &view, axis))
                 } else {
                     LeafAccess::Strided(view)
                 }
@@ -181,6 +186,17 @@ struct Plan<'k> {
     access: Vec<LeafAccess<'k>>,
     slots: Vec<Option<usize>>,
     n: usize,
+}
+
+impl Drop for Plan<'_> {
+    /// Gives tiled copies back to the output pool, for the next kernel's.
+    fn drop(&mut self) {
+        for access in self.access.drain(..) {
+            if let LeafAccess::Copied(values) = access {
+                alloc::recycle(Arc::new(values));
+            }
+        }
+    }
 }
 
 impl Plan<'_> {
@@ -331,6 +347,7 @@ impl Blocks<'_> {
         match &self.plan.access[v] {
             LeafAccess::Contiguous(off) => &leaf.buf[off + start..off + start + len],
             LeafAccess::Broadcast(block) => &block[..len],
+            LeafAccess::Copied(values) => &values[start..start + len],
             LeafAccess::Strided(_) => &self.gathered[v][..len],
         }
     }
@@ -689,101 +706,9 @@ fn sum_f32(values: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
-/// Copies elements `start .. start + out.len()` (row-major over `view`'s shape) of `buf` seen
-/// through `view` into `out`; masked elements read as 0.
-///
-/// Runs once per block and strided leaf, often over short rows (a `[batch, 1]` column broadcast
-/// across 10 classes), so the row's buffer position is kept up to date rather than recomputed,
-/// and rows that are plain copies or one repeated value take a fast path.
-pub(crate) fn gather(buf: &[f32], view: &View, start: usize, out: &mut [f32]) {
-    let shape = view.shape();
-    let strides = view.strides();
-    let rank = shape.len();
-    if out.is_empty() {
-        return; // also keeps a zero-size axis from being divided by below
-    }
-    if rank == 0 {
-        if let Some(o) = out.first_mut() {
-            *o = view.position(&[]).map_or(0.0, |p| buf[p as usize]);
-        }
-        return;
-    }
-    let last = rank - 1;
-    // Ranks up to 8 keep the index on the stack: a gather runs once per block.
-    let (mut small, mut large) = ([0usize; 8], Vec::new());
-    let index: &mut [usize] = if rank <= small.len() {
-        &mut small[..rank]
-    } else {
-        large.resize(rank, 0);
-        &mut large
-    };
-    let mut rest = start;
-    for d in (0..rank).rev() {
-        index[d] = rest % shape[d];
-        rest /= shape[d];
-    }
-    let mask = view.mask();
-    let (lo, hi) = mask.map_or((0, shape[last]), |m| m[last]);
-    let row_unmasked = lo == 0 && hi == shape[last];
-    let stride = strides[last];
-    // Buffer position of element `[index[..last], 0]`.
-    let mut base = view.offset() + (0..last).map(|d| index[d] as isize * strides[d]).sum::<isize>();
-    let mut written = 0;
-    while written < out.len() {
-        let count = (out.len() - written).min(shape[last] - index[last]);
-        let row = &mut out[written..written + count];
-        let first = index[last];
-        let outer_visible = mask.is_none_or(|m| (0..last).all(|d| index[d] >= m[d].0 && index[d] < m[d].1));
-        if !outer_visible {
-            row.fill(0.0);
-        } else if row_unmasked && stride == 1 {
-            let from = (base + first as isize) as usize;
-            row.copy_from_slice(&buf[from..from + count]);
-        } else if row_unmasked && stride == 0 {
-            row.fill(buf[base as usize]);
-        } else if row_unmasked {
-            for (j, o) in row.iter_mut().enumerate() {
-                *o = buf[(base + (first + j) as isize * stride) as usize];
-            }
-        } else {
-            for (j, o) in row.iter_mut().enumerate() {
-                let i = first + j;
-                *o = if i >= lo && i < hi {
-                    buf[(base + i as isize * stride) as usize]
-                } else {
-                    0.0
-                };
-            }
-        }
-        written += count;
-        index[last] += count;
-        // Carry into the outer axes, moving `base` along with the index.
-        for d in (1..rank).rev() {
-            if index[d] < shape[d] {
-                break;
-            }
-            if d < last {
-                base -= shape[d] as isize * strides[d];
-            }
-            index[d] = 0;
-            index[d - 1] += 1;
-            if d - 1 < last {
-                base += strides[d - 1];
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Every element of `view`, row-major, by `View::position` (0 where masked).
-    fn by_position(buf: &[f32], view: &View) -> Vec<f32> {
-        (view.positions().iter())
-            .map(|p| p.map_or(0.0, |p| buf[p as usize]))
-            .collect()
-    }
 
     #[test]
     fn every_execute_version_matches_the_scalar_semantics_bit_for_bit() {
@@ -917,42 +842,6 @@ mod tests {
                             "{op:?} from {acc} over {values:?}: {got}, one at a time {want}"
                         );
                     }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn gather_matches_positions_from_any_start() {
-        let buf: Vec<f32> = (0..60).map(|i| i as f32 + 1.0).collect();
-        let base = View::contiguous(&[3, 4, 5]);
-        let views = [
-            base.clone(),
-            base.permute(&[2, 0, 1]),
-            base.shrink(&[(1, 3), (0, 4), (1, 4)]),
-            base.pad(&[(1, 0), (0, 2), (2, 1)]),
-            base.permute(&[1, 2, 0]).pad(&[(0, 1), (1, 1), (0, 0)]),
-            // A column broadcast across rows (stride 0 innermost), and a row broadcast down.
-            View::contiguous(&[3, 4, 1]).expand(&[3, 4, 7]),
-            View::contiguous(&[1, 1, 5]).expand(&[3, 4, 5]),
-            View::contiguous(&[3, 1, 1])
-                .expand(&[3, 2, 6])
-                .pad(&[(0, 1), (1, 0), (0, 2)]),
-            View::contiguous(&[60]),
-        ];
-        for view in &views {
-            let want = by_position(&buf, view);
-            let n = want.len();
-            for start in 0..n {
-                for len in [1, 2, 7, n - start] {
-                    let len = len.min(n - start);
-                    let mut out = vec![f32::NAN; len];
-                    gather(&buf, view, start, &mut out);
-                    assert_eq!(
-                        out,
-                        want[start..start + len],
-                        "{view:?} from {start}, {len} values"
-                    );
                 }
             }
         }

@@ -33,6 +33,7 @@
 mod alloc;
 mod axes;
 pub(crate) mod fast_hash;
+mod gather;
 mod kernel;
 mod math;
 mod matmul;
@@ -348,7 +349,7 @@ impl LazyBuffer {
             return out;
         }
         let mut out = alloc::filled(self.numel(), 0.0);
-        kernel::gather(&buf, &self.view, 0, &mut out);
+        gather::gather(&buf, &self.view, 0, &mut out);
         out
     }
 

@@ -439,7 +439,7 @@ fn operand(input: &LazyBuffer) -> (Arc<Vec<f32>>, View) {
         return (buf, input.view.clone());
     }
     let mut copy = vec![0.0; input.numel()];
-    super::kernel::gather(&buf, &input.view, 0, &mut copy);
+    super::gather::gather(&buf, &input.view, 0, &mut copy);
     stats::update(|s| s.bytes_allocated += (copy.len() * size_of::<f32>()) as u64);
     (Arc::new(copy), View::contiguous(input.shape()))
 }
