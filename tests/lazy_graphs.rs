@@ -111,6 +111,8 @@ impl Tracked {
             UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu => (e.clone(), 0.0),
             UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tanh => (e.clone(), 2.0),
             UnaryOp::Sigmoid => (e.clone(), 3.0),
+            // |erf'| <= 2/√π < 2; its own error as in lazy_ops.
+            UnaryOp::Erf => (e.mul(&two), 10.0),
             UnaryOp::Exp => (y.mul(e).mul(&two), 2.0),
             UnaryOp::Log => (e.div(&abs(x)).mul(&two), 2.0),
             UnaryOp::Sqrt => (e.div(&y), 1.0),
@@ -408,7 +410,8 @@ impl Builder {
                     UnaryOp::Cos,
                     UnaryOp::Tanh,
                     UnaryOp::Sigmoid,
-                ][self.rng.random_range(0..7)];
+                    UnaryOp::Erf,
+                ][self.rng.random_range(0..8)];
                 self.log.push(format!("{op:?}"));
                 x.unary(op)
             }

@@ -18,6 +18,8 @@
 //! * sigmoid is computed as `1 / (1 + exp(-x))`: exp's ≤ 1 ulp relative error passes through
 //!   `1 + e` damped by `e/(1+e) < 1`, and the add and the divide add `u` each: ≤ `2·EPS` relative;
 //!   we allow `3·EPS·|y|` to cover an exp of up to 2 ulp.
+//! * erf is within 5e-7 absolute where |x| >= 0.5 (so |y| > 0.52: under 8.1·EPS·|y|) and within
+//!   10·EPS relative below (its series): we allow `10·EPS·|y|`.
 //! * A sum of `n` terms in any order has error ≤ γ_(n-1)·Σ|x| plus `u·|s|` for the final rounding,
 //!   together ≤ `n·u·Σ|x|`; we allow `n·EPS·Σ|x|` (twice that), with Σ|x| from the reference.
 //! * A matmul output is a dot product of `k` terms accumulated in f32 (with or without FMA):
@@ -32,7 +34,7 @@ use teenygrad::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp, reference};
 
 const EPS: f64 = f32::EPSILON as f64;
 
-const UNARY: [UnaryOp; 11] = [
+const UNARY: [UnaryOp; 12] = [
     UnaryOp::Neg,
     UnaryOp::Exp,
     UnaryOp::Log,
@@ -44,6 +46,7 @@ const UNARY: [UnaryOp; 11] = [
     UnaryOp::Tanh,
     UnaryOp::Sigmoid,
     UnaryOp::Relu,
+    UnaryOp::Erf,
 ];
 
 const BINARY: [BinaryOp; 10] = [
@@ -199,6 +202,7 @@ fn unary_ulps(op: UnaryOp) -> Option<f64> {
         UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Sqrt | UnaryOp::Recip => None,
         UnaryOp::Exp | UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tanh => Some(2.0),
         UnaryOp::Sigmoid => Some(3.0),
+        UnaryOp::Erf => Some(10.0),
     }
 }
 

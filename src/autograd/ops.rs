@@ -45,6 +45,11 @@ impl Var {
                     // From the output (y > 0 exactly where x > 0), so the pre-activation is read
                     // only by the forward relu and can fuse into it.
                     UnaryOp::Relu => g.mul(&cmp(BinaryOp::CmpLt, &zero(), &y)),
+                    // (2/√π)·e^(-x²)
+                    UnaryOp::Erf => {
+                        let gaussian = x.mul(&x).unary(UnaryOp::Neg).unary(UnaryOp::Exp);
+                        g.mul(&gaussian.mul(&full_like(&x, std::f32::consts::FRAC_2_SQRT_PI)))
+                    }
                 }]
             }) as BackwardFn
         })

@@ -576,7 +576,8 @@ fn execute_portable<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out:
             Abs,
             Tanh,
             Sigmoid,
-            Relu
+            Relu,
+            Erf
         ),
         Instr::Binary(_, a, b) => {
             binary!(

@@ -74,7 +74,7 @@ impl Op {
         match self {
             Op::Unary(op, _) => matches!(
                 op,
-                UnaryOp::Sqrt | UnaryOp::Sin | UnaryOp::Abs | UnaryOp::Tanh | UnaryOp::Relu
+                UnaryOp::Sqrt | UnaryOp::Sin | UnaryOp::Abs | UnaryOp::Tanh | UnaryOp::Relu | UnaryOp::Erf
             ),
             Op::Binary(op, _, _) => matches!(
                 op,

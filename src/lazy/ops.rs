@@ -30,6 +30,8 @@ pub enum UnaryOp {
     Sigmoid,
     /// `max(x, 0)`; NaN stays NaN
     Relu,
+    /// the error function
+    Erf,
 }
 
 /// Elementwise operations of two inputs of the same shape.
@@ -74,6 +76,7 @@ trait Transcendental {
     fn exp_fast(self) -> Self;
     fn ln_fast(self) -> Self;
     fn tanh_fast(self) -> Self;
+    fn erf_fast(self) -> Self;
 }
 
 impl Transcendental for f32 {
@@ -89,6 +92,10 @@ impl Transcendental for f32 {
     fn tanh_fast(self) -> f32 {
         math::tanh_f32(self)
     }
+    #[inline(always)]
+    fn erf_fast(self) -> f32 {
+        math::erf_f32(self)
+    }
 }
 
 impl Transcendental for f64 {
@@ -103,6 +110,10 @@ impl Transcendental for f64 {
     #[inline(always)]
     fn tanh_fast(self) -> f64 {
         self.tanh()
+    }
+    #[inline(always)]
+    fn erf_fast(self) -> f64 {
+        math::erf_f64(self)
     }
 }
 
@@ -121,6 +132,7 @@ macro_rules! scalar_semantics {
                 UnaryOp::Abs => x.abs(),
                 UnaryOp::Tanh => x.tanh_fast(),
                 UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp_fast()),
+                UnaryOp::Erf => x.erf_fast(),
                 UnaryOp::Relu => {
                     if x < 0.0 {
                         0.0

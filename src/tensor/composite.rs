@@ -142,7 +142,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// below 2e-8 relative, and no cancellation, so small arguments keep their relative accuracy);
     /// elsewhere Abramowitz & Stegun 7.1.26, `1 - (a1·t + … + a5·t⁵)·e^(-x²)` with
     /// `t = 1/(1 + p|x|)`, odd-extended, whose absolute error is below 1.5e-7 (5e-7 once evaluated
-    /// in f32).
+    /// in f32). One elementwise primitive, so it fuses into a single vectorized pass.
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -151,45 +151,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert!((y[3] / 1.128_379_2e-6 - 1.0).abs() < 1e-6);
     /// ```
     pub fn erf(&self) -> Self {
-        const P: f32 = 0.327_591_1;
-        const A: [f32; 5] = [0.254_829_6, -0.284_496_74, 1.421_413_7, -1.453_152_1, 1.061_405_4];
-        let ax = self.abs();
-        let t = (&ax * P + 1.0).recip();
-        // Horner: ((((a5·t + a4)·t + a3)·t + a2)·t + a1)·t
-        let poly = A
-            .iter()
-            .rev()
-            .fold(&t * 0.0, |acc, &a| acc.zip(BinaryOp::Mul, &t) + a);
-        let poly = poly.zip(BinaryOp::Mul, &t);
-        let tail = poly.zip(BinaryOp::Mul, &ax.square().neg().exp());
-        // sign(x) from comparisons with 0 (untracked): erf(0) = 0.
-        let (x, zero) = (&self.var.buf, LazyBuffer::full(&self.dims(), 0.0));
-        let sign = zero
-            .binary(BinaryOp::CmpLt, x)
-            .binary(BinaryOp::Sub, &x.binary(BinaryOp::CmpLt, &zero));
-        let far = (tail.neg() + 1.0).zip(BinaryOp::Mul, &Tensor::from_var(self.shape, Var::untracked(sign)));
-        // Near 0: (2/√π)·Σ (-1)ⁿ x^(2n+1) / (n!·(2n+1)), n = 0..5, by Horner in x².
-        const SERIES: [f32; 6] = [
-            1.0,
-            -1.0 / 3.0,
-            1.0 / 10.0,
-            -1.0 / 42.0,
-            1.0 / 216.0,
-            -1.0 / 1320.0,
-        ];
-        let x2 = self.square();
-        let near = SERIES
-            .iter()
-            .rev()
-            .fold(&x2 * 0.0, |acc, &c| acc.zip(BinaryOp::Mul, &x2) + c)
-            .zip(BinaryOp::Mul, self)
-            * std::f32::consts::FRAC_2_SQRT_PI;
-        let small = Var::untracked(
-            ax.var
-                .buf
-                .binary(BinaryOp::CmpLt, &LazyBuffer::full(&self.dims(), 0.5)),
-        );
-        Tensor::from_var(self.shape, Var::where_(&small, &near.var, &far.var))
+        Tensor::from_var(self.shape, self.var.unary(UnaryOp::Erf))
     }
 }
 
