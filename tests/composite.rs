@@ -330,7 +330,10 @@ fn erf_gradient_is_the_gaussian() {
     for (&x, &g) in xs.iter().zip(&grad) {
         let want = std::f64::consts::FRAC_2_SQRT_PI * (-(x as f64) * (x as f64)).exp();
         let err = (g as f64 - want).abs();
-        assert!(err <= 10.0 * EPS * want, "erf'({x}) = {g}, want {want} (err {err:e})");
+        assert!(
+            err <= 10.0 * EPS * want,
+            "erf'({x}) = {g}, want {want} (err {err:e})"
+        );
     }
 }
 
