@@ -205,7 +205,8 @@ enum Consumers {
     None,
     /// Only nodes of this kernel.
     OneKernel(usize),
-    /// Several kernels, or a matmul (which needs its operands in buffers).
+    /// Several kernels, a matmul (which needs its operands in buffers), or a consumer that
+    /// reads it through a wide broadcast.
     Unfusable,
 }
 
