@@ -333,8 +333,9 @@ fn a_hundred_thousand_op_chain_realizes_and_drops() {
 
 /// A large elementwise kernel may be split across threads (`stats.parallel_jobs`); each
 /// thread computes whole blocks of the same program, so the result is bit-identical to the same
-/// kernel run in pieces too small to split. Covered: contiguous, transposed (gathered) and
-/// broadcast leaves, and a length that is not a multiple of the block.
+/// kernel run in pieces too small to split. Covered: contiguous, transposed (copied in tiles
+/// first, a split job of its own) and broadcast leaves, and a length that is not a multiple of
+/// the block.
 #[test]
 fn a_large_kernel_split_across_threads_equals_small_pieces_bit_for_bit() {
     let _serial = serial();
@@ -348,7 +349,12 @@ fn a_large_kernel_split_across_threads_equals_small_pieces_bit_for_bit() {
     let whole = f(&a, &t, &b).to_vec();
     let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
     let split = std::env::var("TEENYGRAD_THREADS").map_or(threads > 1, |v| v.parse::<usize>().unwrap() > 1);
-    assert_eq!(stats::get().parallel_jobs, u64::from(split), "{:?}", stats::get());
+    assert_eq!(
+        stats::get().parallel_jobs,
+        2 * u64::from(split),
+        "the copy and the kernel: {:?}",
+        stats::get()
+    );
 
     // Row bands of 32 × 997 = 31,904 elements each run on one thread.
     let mut pieces = Vec::with_capacity(rows * cols);
@@ -356,7 +362,11 @@ fn a_large_kernel_split_across_threads_equals_small_pieces_bit_for_bit() {
         let band = [(lo, (lo + 32).min(rows)), (0, cols)];
         pieces.extend(f(&a.shrink(&band), &t.shrink(&band), &b.shrink(&band)).to_vec());
     }
-    assert_eq!(stats::get().parallel_jobs, u64::from(split));
+    assert_eq!(
+        stats::get().parallel_jobs,
+        2 * u64::from(split),
+        "the bands add none"
+    );
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert!(
         bits(&whole) == bits(&pieces),

@@ -3,9 +3,9 @@
 
 use std::mem::MaybeUninit;
 
-use super::alloc;
 use super::axes::AxisVec;
 use super::view::View;
+use super::{alloc, parallel};
 use crate::shape::runtime::{numel, write_contiguous_strides};
 
 /// Copies elements `start .. start + out.len()` (row-major over `view`'s shape) of `buf` seen
@@ -112,20 +112,42 @@ pub(crate) fn tiled_axis(view: &View) -> Option<usize> {
     (0..last).find(|&a| strides[a].unsigned_abs() == 1 && shape[a] >= TILE)
 }
 
-/// Every element of `view` over `buf`, row-major, copied in square tiles of axes `a` (contiguous
-/// in `buf`) and the last one (contiguous in the output), so both sides are read and written a
-/// cache line at a time. Tiles sweep down `a` within a strip of the last axis, so a strip's
-/// source lines and pages stay cached while each output line is written whole. `view` must be
-/// unmasked.
+/// Every element of `view` over `buf`, row-major, copied in square tiles (see [`copy_tiled`]).
+/// With several threads, each copies a run of the output's first axis. `view` must be unmasked.
 pub(crate) fn gather_tiled(buf: &[f32], view: &View, a: usize) -> Vec<f32> {
+    let shape = view.shape();
+    let n = numel(shape);
+    let mut out = alloc::output(n);
+    let dst = &mut out.spare_capacity_mut()[..n];
+    let threads = parallel::threads();
+    if threads == 1 || shape[0] < 2 || n < 1 << 15 {
+        copy_tiled(buf, view, a, dst);
+    } else {
+        let rows = shape[0].div_ceil(2 * threads);
+        let mut parts: Vec<&mut [MaybeUninit<f32>]> = dst.chunks_mut(rows * (n / shape[0])).collect();
+        parallel::for_each_mut(&mut parts, &|i, part| {
+            let mut window: AxisVec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
+            window[0] = (i * rows, ((i + 1) * rows).min(shape[0]));
+            copy_tiled(buf, &view.shrink(&window), a, part);
+        });
+    }
+    // SAFETY: `copy_tiled` writes every element of the view it is given, and the parts' views
+    // (runs of the first axis) tile `view` as the parts tile the first `n` of the spare capacity.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// Writes every element of `view` over `buf` into `dst`, row-major, in square tiles of axes `a`
+/// (contiguous in `buf`) and the last one (contiguous in `dst`), so both sides are read and
+/// written a cache line at a time. Tiles sweep down `a` within a strip of the last axis, so a
+/// strip's source lines and pages stay cached while each output line is written whole.
+fn copy_tiled(buf: &[f32], view: &View, a: usize, dst: &mut [MaybeUninit<f32>]) {
     let (shape, strides) = (view.shape(), view.strides());
     let rank = shape.len();
     let last = rank - 1;
-    let n = numel(shape);
+    debug_assert_eq!(dst.len(), numel(shape));
     let mut out_strides = AxisVec::filled(rank, 0isize);
     write_contiguous_strides(shape, &mut out_strides);
-    let mut out = alloc::output(n);
-    let dst = &mut out.spare_capacity_mut()[..n];
     // The other axes, walked by an odometer; each step copies one [shape[a], shape[last]] plane.
     let others: AxisVec<usize> = (0..rank).filter(|&d| d != a && d != last).collect();
     let mut index = AxisVec::filled(others.len(), 0usize);
@@ -159,10 +181,6 @@ pub(crate) fn gather_tiled(buf: &[f32], view: &View, a: usize) -> Vec<f32> {
             *later = 0;
         }
     }
-    // SAFETY: the planes tile every index of the other axes, and within a plane the tiles cover
-    // every (a, last) pair: each of the first `n` elements was written once.
-    unsafe { out.set_len(n) };
-    out
 }
 
 #[cfg(test)]
