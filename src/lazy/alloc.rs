@@ -36,12 +36,16 @@ thread_local! {
     static POOL: RefCell<VecDeque<Vec<f32>>> = const { RefCell::new(VecDeque::new()) };
 }
 
+/// The bytes a pooled buffer holds.
+fn bytes(buf: &Vec<f32>) -> usize {
+    buf.capacity() * size_of::<f32>()
+}
+
 /// Takes back a dropped node's buffer if nothing else holds it. When the pool is full, the
 /// oldest buffers make room: buffers of sizes no longer asked for (those of a setup phase) must
 /// not keep a loop's buffers out for good.
 pub(crate) fn recycle(buf: Arc<Vec<f32>>) {
     let Ok(buf) = Arc::try_unwrap(buf) else { return };
-    let bytes = |b: &Vec<f32>| b.capacity() * size_of::<f32>();
     if buf.capacity() < 1024 || bytes(&buf) > POOL_BYTES {
         return; // small buffers are cheap to allocate
     }
@@ -88,12 +92,7 @@ mod tests {
     use super::*;
 
     fn pooled_bytes() -> usize {
-        POOL.with(|pool| {
-            pool.borrow()
-                .iter()
-                .map(|b| b.capacity() * size_of::<f32>())
-                .sum()
-        })
+        POOL.with(|pool| pool.borrow().iter().map(bytes).sum())
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::mem::MaybeUninit;
 
 use super::axes::AxisVec;
+use super::kernel::PARALLEL_CHUNK;
 use super::view::View;
 use super::{alloc, parallel};
 use crate::shape::runtime::{numel, write_contiguous_strides};
@@ -120,7 +121,7 @@ pub(crate) fn gather_tiled(buf: &[f32], view: &View, a: usize) -> Vec<f32> {
     let mut out = alloc::output(n);
     let dst = &mut out.spare_capacity_mut()[..n];
     let threads = parallel::threads();
-    if threads == 1 || shape[0] < 2 || n < 1 << 15 {
+    if threads == 1 || shape[0] < 2 || n < 2 * PARALLEL_CHUNK {
         copy_tiled(buf, view, a, dst);
     } else {
         let rows = shape[0].div_ceil(2 * threads);

@@ -397,9 +397,9 @@ impl Drop for Blocks<'_> {
     }
 }
 
-/// The least work one thread takes of a split elementwise kernel: waking a worker costs a few
-/// microseconds, and this many elements take a few tens of microseconds.
-const PARALLEL_CHUNK: usize = 1 << 14;
+/// The least work one thread takes of a split elementwise kernel (or tiled copy): waking a
+/// worker costs a few microseconds, and this many elements take a few tens of microseconds.
+pub(crate) const PARALLEL_CHUNK: usize = 1 << 14;
 
 thread_local! {
     /// Block buffers of finished kernels, for the next kernel on this thread: every kernel needs a
