@@ -1,6 +1,8 @@
 //! Batched matrix product on `matrixmultiply::sgemm`, reading both operands through their views'
-//! strides (so a transposed operand costs no copy).
+//! strides (so a transposed operand costs no copy). Small products with a short inner dimension
+//! skip sgemm's packing (see [`small_gemm`]), with the same results.
 
+use super::small_gemm::{self, Matrix};
 use super::view::View;
 use crate::shape::runtime::numel;
 
@@ -42,41 +44,45 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> Vec<f32
         };
         let (a_off, b_off) = (offset(a_view, ast), offset(b_view, bst));
         let c = &mut out.spare_capacity_mut()[batch * m * n..(batch + 1) * m * n];
-        let (a_ptr, b_ptr) = (
-            a.as_ptr().wrapping_offset(a_off),
-            b.as_ptr().wrapping_offset(b_off),
-        );
-        let (a_strides, b_strides) = ((ast[rank - 2], ast[rank - 1]), (bst[rank - 2], bst[rank - 1]));
-        // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C is
-        // wide (a batch of 128 against 512 features) gives them more rows to share, and costs
-        // nothing on one thread (sgemm measured within ±5 % either way).
-        let product = if n > m {
-            Gemm {
-                m: n,
-                k,
-                n: m,
-                a: b_ptr,
-                a_strides: (b_strides.1, b_strides.0),
-                b: a_ptr,
-                b_strides: (a_strides.1, a_strides.0),
-                c_strides: (1, n as isize),
-            }
-        } else {
-            Gemm {
-                m,
-                k,
-                n,
-                a: a_ptr,
-                a_strides,
-                b: b_ptr,
-                b_strides,
-                c_strides: (n as isize, 1),
-            }
+        let a_matrix = Matrix {
+            ptr: a.as_ptr().wrapping_offset(a_off),
+            strides: (ast[rank - 2], ast[rank - 1]),
         };
-        // SAFETY: every element sgemm reads lies within the view's extent, which was checked
-        // against the buffer's length above; `c` is an exclusive row-major m×n slice of the
-        // output's capacity, which sgemm only writes (β = 0).
-        unsafe { product.run(c.as_mut_ptr().cast::<f32>()) };
+        let b_matrix = Matrix {
+            ptr: b.as_ptr().wrapping_offset(b_off),
+            strides: (bst[rank - 2], bst[rank - 1]),
+        };
+        let c = c.as_mut_ptr().cast::<f32>();
+        // Products split between threads stay on sgemm, which shares them best.
+        // SAFETY: as for sgemm below.
+        if !unsafe { small_gemm::try_run((m, k, n), a_matrix, b_matrix, c, PARALLEL_MACS) } {
+            // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C
+            // is wide (a batch of 128 against 512 features) gives them more rows to share, and
+            // costs nothing on one thread (sgemm measured within ±5 % either way).
+            let product = if n > m {
+                Gemm {
+                    m: n,
+                    k,
+                    n: m,
+                    a: b_matrix.transposed(),
+                    b: a_matrix.transposed(),
+                    c_strides: (1, n as isize),
+                }
+            } else {
+                Gemm {
+                    m,
+                    k,
+                    n,
+                    a: a_matrix,
+                    b: b_matrix,
+                    c_strides: (n as isize, 1),
+                }
+            };
+            // SAFETY: every element sgemm reads lies within the view's extent, which was
+            // checked against the buffer's length above; `c` is an exclusive row-major m×n
+            // slice of the output's capacity, which sgemm only writes (β = 0).
+            unsafe { product.run(c) };
+        }
         for d in (0..index.len()).rev() {
             index[d] += 1;
             if index[d] < batch_shape[d] {
@@ -95,10 +101,8 @@ struct Gemm {
     m: usize,
     k: usize,
     n: usize,
-    a: *const f32,
-    a_strides: (isize, isize),
-    b: *const f32,
-    b_strides: (isize, isize),
+    a: Matrix,
+    b: Matrix,
     c_strides: (isize, isize),
 }
 
@@ -162,12 +166,12 @@ impl Gemm {
                 self.k,
                 self.n,
                 1.0,
-                self.a.wrapping_offset(start * self.a_strides.0),
-                self.a_strides.0,
-                self.a_strides.1,
-                self.b,
-                self.b_strides.0,
-                self.b_strides.1,
+                self.a.ptr.wrapping_offset(start * self.a.strides.0),
+                self.a.strides.0,
+                self.a.strides.1,
+                self.b.ptr,
+                self.b.strides.0,
+                self.b.strides.1,
                 0.0,
                 c.wrapping_offset(start * self.c_strides.0),
                 self.c_strides.0,

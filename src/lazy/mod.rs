@@ -43,6 +43,7 @@ pub(crate) mod parallel;
 pub mod reference;
 mod replay;
 mod schedule;
+mod small_gemm;
 pub mod stats;
 mod view;
 
