@@ -1,9 +1,11 @@
 //! Small matrix products computed directly from the operands, without sgemm's packing.
 //!
 //! For a short inner dimension (a training step's `[32, 10] x [10, 128]`, or a weight gradient
-//! over a batch of 32) sgemm spends as long copying both operands into its packed layout as
-//! multiplying them. When B's rows are contiguous, a register tile can read them in place: each
-//! step along `k` loads four 16-lane vectors of one row of B and broadcasts four values of A.
+//! over a batch of 32) sgemm spends a large share of its time copying both operands into its
+//! packed layout. A register tile can read B's rows in place when they are contiguous (or from
+//! one copy of a 64-column panel when they are not: a transposed weight): each step along `k`
+//! loads four 16-lane vectors of one row of B and broadcasts four values of A, read in place
+//! at any strides.
 //!
 //! Every element of C is the same chain of fused multiply-adds, in the same order over `k`,
 //! starting from `+0.0`, that matrixmultiply's AVX-512 kernel computes for `k` up to its block
@@ -12,10 +14,11 @@
 
 use std::mem::MaybeUninit;
 
-/// The deepest product taken: with `k` rows of a 64-column tile of B (16 KiB at 64) the tile
-/// stays in L1. Measured against sgemm on one thread here: `[64, 64] x [64, 64]` 3.0 against
-/// 4.7 µs, `[128, 32] x [32, 64]` 2.4 against 2.9 µs; at `k = 128` sgemm was as fast or faster
-/// (`[64, 128] x [128, 128]`: 18.7 against 16.6 µs).
+/// The deepest product taken: the 64-column tile of B then holds 16 KiB, and stays in L1.
+/// Measured on the kernel alone, one thread, against sgemm into the same output: `[64, 64] x
+/// [64, 64]` 3.2 against 4.7 µs (B transposed: 3.6 against 5.2), `[128, 32] x [32, 64]` 3.3
+/// against 4.5; at `k = 128` sgemm was as fast or faster (`[64, 128] x [128, 128]`: 18.7
+/// against 16.6).
 const MAX_K: usize = 64;
 
 /// Lanes of one vector (AVX-512, f32).
@@ -24,11 +27,12 @@ const LANES: usize = 16;
 const VECTORS: usize = 4;
 /// Columns of C per tile.
 const COLS: usize = VECTORS * LANES;
-/// Rows of C per tile: with 4 × 4 vectors, 16 accumulators stay in registers.
+/// Rows of C per full-width tile: with 4 × 4 vectors, 16 accumulators stay in registers.
 const ROWS: usize = 4;
-/// The narrowest C taken: a tile one vector wide has only 4 accumulators, too few to hide the
-/// latency of the multiply-adds (`[32, 64] x [64, 10]`: 1.7 µs against sgemm's 1.3).
-const MIN_COLS: usize = 2 * LANES;
+/// The narrowest C taken: more than one vector. Measured on the kernel alone, one vector wide
+/// lost to sgemm (`[128, 64] x [64, 10]`: 4.6 against 4.0 µs, `[256, 32] x [32, 16]`: 4.6
+/// against 3.7), and two won (`[128, 64] x [64, 17]`: 3.7 against 5.4).
+const MIN_COLS: usize = LANES + 1;
 
 /// A matrix operand: its first element and its (row, column) strides in elements.
 #[derive(Clone, Copy)]
@@ -47,10 +51,8 @@ impl Matrix {
 }
 
 /// Computes `C = A·B` (`m×k` times `k×n`) into `c` with row stride `n`, if the product is
-/// small enough (`k ≤ 64`, fewer than `max_macs` multiply-adds), one of the operands can be
-/// read in place (B's rows with `n ≥ 32`, or A's columns with `m ≥ 32`, are contiguous), and
-/// the CPU has AVX-512. Returns
-/// false, having written nothing, otherwise.
+/// small enough (`k ≤ 64`, fewer than `max_macs` multiply-adds), C is more than 16 wide one
+/// way or the other, and the CPU has AVX-512. Returns false, having written nothing, otherwise.
 ///
 /// # Safety
 /// `a` and `b` with their strides must address `m×k` and `k×n` matrices within their
@@ -66,16 +68,26 @@ pub(super) unsafe fn try_run(
         return false;
     }
     let c_strides = (n as isize, 1);
-    // SAFETY (both calls): as this function's contract says; the second computes Cᵀ = Bᵀ·Aᵀ,
-    // which addresses the same elements.
-    if b.strides.1 == 1 && n >= MIN_COLS {
-        unsafe { gemm_avx512((m, k, n), a, b, c, c_strides) };
-    } else if a.strides.0 == 1 && m >= MIN_COLS {
-        let (ct_strides, bt) = ((c_strides.1, c_strides.0), a.transposed());
-        unsafe { gemm_avx512((n, k, m), b.transposed(), bt, c, ct_strides) };
-    } else {
-        return false;
-    }
+    // Cᵀ = Bᵀ·Aᵀ addresses the same elements; its "B" is Aᵀ.
+    let transposed = || {
+        (
+            (n, k, m),
+            b.transposed(),
+            a.transposed(),
+            (c_strides.1, c_strides.0),
+        )
+    };
+    // Reading B's rows in place beats copying them; a narrow C leaves the tiles too few
+    // accumulators.
+    let (dims, a, b, c_strides) = match (n >= MIN_COLS, m >= MIN_COLS) {
+        (true, _) if b.strides.1 == 1 => ((m, k, n), a, b, c_strides),
+        (_, true) if a.strides.0 == 1 => transposed(),
+        (true, _) => ((m, k, n), a, b, c_strides),
+        (_, true) => transposed(),
+        (false, false) => return false,
+    };
+    // SAFETY: as this function's contract says.
+    unsafe { gemm_avx512(dims, a, b, c, c_strides) };
     true
 }
 
@@ -89,10 +101,10 @@ fn has_avx512() -> bool {
     false
 }
 
-/// `C = A·B` by tiles of `ROWS × COLS`, where B's column stride is 1.
+/// `C = A·B` by tiles of `ROWS × COLS`.
 ///
 /// # Safety
-/// As for [`try_run`]; `b.strides.1 == 1`, `k ≤ MAX_K`, and the CPU has AVX-512F.
+/// As for [`try_run`]; `k ≤ MAX_K`, and the CPU has AVX-512F.
 #[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
 unsafe fn gemm_avx512(
     (m, k, n): (usize, usize, usize),
@@ -101,32 +113,32 @@ unsafe fn gemm_avx512(
     c: *mut f32,
     c_strides: (isize, isize),
 ) {
-    debug_assert!(b.strides.1 == 1 && k <= MAX_K);
+    debug_assert!(k <= MAX_K);
     for j0 in (0..n).step_by(COLS) {
         let cols = COLS.min(n - j0);
         // SAFETY: column j0 lies within B and C.
-        let (b_cols, c_cols) = unsafe { (b.ptr.add(j0), c.offset(j0 as isize * c_strides.1)) };
-        if cols == COLS {
-            let b_cols = Matrix {
-                ptr: b_cols,
-                strides: b.strides,
-            };
+        let (b_cols, c_cols) = unsafe {
+            (
+                b.ptr.offset(j0 as isize * b.strides.1),
+                c.offset(j0 as isize * c_strides.1),
+            )
+        };
+        let b_cols = Matrix {
+            ptr: b_cols,
+            strides: b.strides,
+        };
+        if cols == COLS && b.strides.1 == 1 {
             // SAFETY: the column tile has COLS columns of B and C.
-            unsafe { column_tile::<VECTORS>((m, k), a, b_cols, c_cols, c_strides, cols) };
+            unsafe { column_tile::<VECTORS, ROWS>((m, k), a, b_cols, c_cols, c_strides, cols) };
         } else {
-            // The last, ragged column tile reads B from a zero-padded copy, so the tile loop
-            // always loads whole vectors, and computes only as many vectors as it needs.
+            // Other layouts, and the last, ragged column tile, read B from a zero-padded
+            // row-major copy: the tile loop always loads whole vectors, and computes only as
+            // many of them as it needs.
             let width = cols.next_multiple_of(LANES);
             // Only the first k rows of `width` values are written, and only those are read.
             let mut panel = [MaybeUninit::<f32>::uninit(); MAX_K * COLS];
-            for (p, panel_row) in panel.chunks_exact_mut(width).take(k).enumerate() {
-                // SAFETY: row p, columns j0..j0 + cols of B lie within it.
-                let b_row =
-                    unsafe { std::slice::from_raw_parts(b_cols.offset(p as isize * b.strides.0), cols) };
-                let (values, padding) = panel_row.split_at_mut(cols);
-                values.write_copy_of_slice(b_row);
-                padding.fill(MaybeUninit::new(0.0));
-            }
+            // SAFETY: the tile's columns lie within B; the panel holds k·width values.
+            unsafe { pack_panel((k, cols, width), b_cols, panel.as_mut_ptr().cast::<f32>()) };
             let b_cols = Matrix {
                 ptr: panel.as_ptr().cast::<f32>(),
                 strides: (width as isize, 1),
@@ -134,26 +146,126 @@ unsafe fn gemm_avx512(
             // SAFETY: the panel has k rows of `width` values; C has `cols` columns from j0, and
             // the tile's vectors hold `width`.
             unsafe {
-                match cols.div_ceil(LANES) {
-                    1 => column_tile::<1>((m, k), a, b_cols, c_cols, c_strides, cols),
-                    2 => column_tile::<2>((m, k), a, b_cols, c_cols, c_strides, cols),
-                    3 => column_tile::<3>((m, k), a, b_cols, c_cols, c_strides, cols),
-                    _ => column_tile::<VECTORS>((m, k), a, b_cols, c_cols, c_strides, cols),
+                match width / LANES {
+                    1 => column_tile::<1, 16>((m, k), a, b_cols, c_cols, c_strides, cols),
+                    2 => column_tile::<2, 8>((m, k), a, b_cols, c_cols, c_strides, cols),
+                    3 => column_tile::<3, 5>((m, k), a, b_cols, c_cols, c_strides, cols),
+                    _ => column_tile::<VECTORS, ROWS>((m, k), a, b_cols, c_cols, c_strides, cols),
                 }
             }
         }
     }
 }
 
-/// Every tile of one column tile of C, `V` vectors wide: `ROWS` rows at a time, then the
-/// remaining rows.
+/// Copies columns `0..cols` of B's first `k` rows into `panel`, row-major with row stride
+/// `width`, and zeroes columns `cols..width`. A column-major B (a transposed weight, as in
+/// `x·Wᵀ`) is transposed in 16 × 16 blocks in registers.
+///
+/// # Safety
+/// B's first `k` rows and `cols` columns lie within it; `panel` is valid for writing `k·width`
+/// values; the CPU has AVX-512F.
+#[inline(always)]
+unsafe fn pack_panel((k, cols, width): (usize, usize, usize), b: Matrix, panel: *mut f32) {
+    let (rs, cs) = b.strides;
+    // SAFETY (every access below): element (p, j) with p < k, j < cols of B, or of the panel
+    // with j < width.
+    let at = |p: usize, j: usize| unsafe { b.ptr.offset(p as isize * rs + j as isize * cs) };
+    let mut done_cols = 0;
+    if rs == 1 && cs != 1 {
+        while done_cols + LANES <= cols {
+            let j = done_cols;
+            let mut p = 0;
+            while p + LANES <= k {
+                unsafe { transpose_block(at(p, j), cs, panel.add(p * width + j), width) };
+                p += LANES;
+            }
+            for p in p..k {
+                for j in j..j + LANES {
+                    unsafe { *panel.add(p * width + j) = *at(p, j) };
+                }
+            }
+            done_cols += LANES;
+        }
+    }
+    for p in 0..k {
+        for j in done_cols..width {
+            let value = if j < cols { unsafe { *at(p, j) } } else { 0.0 };
+            unsafe { *panel.add(p * width + j) = value };
+        }
+    }
+}
+
+/// Writes the transpose of the 16 × 16 block whose rows start `src_stride` apart at `src` to
+/// rows `dst_stride` apart at `dst`: two rounds of unpacks within 128-bit lanes, then two of
+/// shuffles across them.
+///
+/// # Safety
+/// Both blocks lie within their allocations and do not overlap; the CPU has AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn transpose_block(src: *const f32, src_stride: isize, dst: *mut f32, dst_stride: usize) {
+    use std::arch::x86_64::*;
+    // SAFETY: row r of the source block.
+    let r: [__m512; LANES] =
+        std::array::from_fn(|i| unsafe { _mm512_loadu_ps(src.offset(i as isize * src_stride)) });
+    // Pairs of rows interleaved: in each 128-bit lane L, a[2i] holds columns 4L, 4L+1 of rows
+    // 2i, 2i+1, and a[2i+1] columns 4L+2, 4L+3.
+    let a: [__m512d; LANES] = std::array::from_fn(|i| {
+        let (x, y) = (r[i & !1], r[i | 1]);
+        _mm512_castps_pd(if i % 2 == 0 {
+            _mm512_unpacklo_ps(x, y)
+        } else {
+            _mm512_unpackhi_ps(x, y)
+        })
+    });
+    // Quads of rows: in each lane L, b[4g + q] holds column 4L + q of rows 4g..4g+4.
+    let b: [__m512; LANES] = std::array::from_fn(|i| {
+        let (g, q) = (i / 4 * 4, i % 4);
+        let (x, y) = (a[g + q / 2], a[g + q / 2 + 2]);
+        _mm512_castpd_ps(if q % 2 == 0 {
+            _mm512_unpacklo_pd(x, y)
+        } else {
+            _mm512_unpackhi_pd(x, y)
+        })
+    });
+    // Output row 4L + q gathers lane L of b[q], b[4 + q], b[8 + q], b[12 + q].
+    for q in 0..4 {
+        let (even_lo, odd_lo) = (
+            _mm512_shuffle_f32x4::<0x88>(b[q], b[4 + q]),
+            _mm512_shuffle_f32x4::<0xDD>(b[q], b[4 + q]),
+        );
+        let (even_hi, odd_hi) = (
+            _mm512_shuffle_f32x4::<0x88>(b[8 + q], b[12 + q]),
+            _mm512_shuffle_f32x4::<0xDD>(b[8 + q], b[12 + q]),
+        );
+        let rows = [
+            (q, _mm512_shuffle_f32x4::<0x88>(even_lo, even_hi)),
+            (4 + q, _mm512_shuffle_f32x4::<0x88>(odd_lo, odd_hi)),
+            (8 + q, _mm512_shuffle_f32x4::<0xDD>(even_lo, even_hi)),
+            (12 + q, _mm512_shuffle_f32x4::<0xDD>(odd_lo, odd_hi)),
+        ];
+        for (row, value) in rows {
+            // SAFETY: row `row` of the destination block.
+            unsafe { _mm512_storeu_ps(dst.add(row * dst_stride), value) };
+        }
+    }
+}
+
+/// Not reached: the path runs only where AVX-512 was detected.
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn transpose_block(_: *const f32, _: isize, _: *mut f32, _: usize) {
+    unreachable!("small_gemm runs only on x86-64 with AVX-512")
+}
+
+/// Every tile of one column tile of C, `V` vectors wide: `R` rows at a time (`R·V = 16`
+/// accumulators, enough to hide the multiply-adds' latency), then one row at a time.
 ///
 /// # Safety
 /// `b` addresses `k` rows of `V·LANES` readable values with column stride 1; `a` addresses `m`
 /// rows of `k` values; `c` is valid for writing `m × cols` elements at its strides, `cols ≤
 /// V·LANES`.
 #[inline(always)]
-unsafe fn column_tile<const V: usize>(
+unsafe fn column_tile<const V: usize, const R: usize>(
     (m, k): (usize, usize),
     a: Matrix,
     b: Matrix,
@@ -163,7 +275,6 @@ unsafe fn column_tile<const V: usize>(
 ) {
     let mut i0 = 0;
     while i0 < m {
-        let rows = ROWS.min(m - i0);
         // SAFETY: row i0 of A and of C lies within them.
         let (a_rows, c_rows) = unsafe {
             (
@@ -175,16 +286,14 @@ unsafe fn column_tile<const V: usize>(
             ptr: a_rows,
             strides: a.strides,
         };
-        // SAFETY: the tile's rows lie within A and C (`rows ≤ m - i0`).
-        unsafe {
-            match rows {
-                4 => tile::<4, V>(k, a_rows, b, c_rows, c_strides, cols),
-                3 => tile::<3, V>(k, a_rows, b, c_rows, c_strides, cols),
-                2 => tile::<2, V>(k, a_rows, b, c_rows, c_strides, cols),
-                _ => tile::<1, V>(k, a_rows, b, c_rows, c_strides, cols),
-            }
+        // SAFETY: the tile's rows lie within A and C.
+        if m - i0 >= R {
+            unsafe { tile::<R, V>(k, a_rows, b, c_rows, c_strides, cols) };
+            i0 += R;
+        } else {
+            unsafe { tile::<1, V>(k, a_rows, b, c_rows, c_strides, cols) };
+            i0 += 1;
         }
-        i0 += rows;
     }
 }
 
@@ -229,29 +338,30 @@ unsafe fn tile<const R: usize, const V: usize>(
             }
         }
     }
-    for (r, acc_row) in acc.iter().enumerate() {
-        // SAFETY: row r of the tile of C.
-        let c_row = unsafe { c.offset(r as isize * rsc) };
-        if csc == 1 && cols == V * LANES {
-            // SAFETY: the row has V·LANES writable, contiguous elements.
-            unsafe { c_row.cast::<[[f32; LANES]; V]>().write(*acc_row) };
+    // The accumulators are only ever stored whole: straight into C when its rows are
+    // contiguous and the tile is full, else into `staged`, copied to C element by element.
+    // (Indexing or borrowing them by a run-time column kept them in memory through the loop.)
+    let full = csc == 1 && cols == V * LANES;
+    let mut staged = [[[0.0f32; LANES]; V]; R];
+    for r in 0..R {
+        if full {
+            // SAFETY: row r of the tile of C has V·LANES writable, contiguous elements.
+            unsafe {
+                c.offset(r as isize * rsc)
+                    .cast::<[[f32; LANES]; V]>()
+                    .write(acc[r])
+            };
         } else {
-            // SAFETY: as for this function.
-            unsafe { store_strided(acc_row.as_flattened(), c_row, csc, cols) };
+            staged[r] = acc[r];
         }
     }
-}
-
-/// Writes the first `cols` values of a tile row at stride `csc`. Not inlined: indexing the
-/// accumulators by a run-time column would keep them in memory through the whole tile loop.
-///
-/// # Safety
-/// `c_row` must be valid for writing `cols` elements at stride `csc`, `cols ≤ values.len()`.
-#[inline(never)]
-unsafe fn store_strided(values: &[f32], c_row: *mut f32, csc: isize, cols: usize) {
-    for (j, &value) in values.iter().take(cols).enumerate() {
-        // SAFETY: column j < cols of the row.
-        unsafe { *c_row.offset(j as isize * csc) = value };
+    if !full {
+        for (r, row) in staged.iter().enumerate() {
+            for (j, &value) in row.as_flattened().iter().take(cols).enumerate() {
+                // SAFETY: row r, column j < cols of the tile of C.
+                unsafe { *c.offset(r as isize * rsc + j as isize * csc) = value };
+            }
+        }
     }
 }
 
@@ -365,11 +475,8 @@ mod tests {
                             matrix(&b, strides(k, n, b_rows)),
                         );
                         let got = direct((m, k, n), a, b);
-                        // It declines only without AVX-512, or when neither operand can be
-                        // read in place (B's rows, or A's columns, contiguous).
-                        let in_place =
-                            (b.strides.1 == 1 && n >= MIN_COLS) || (a.strides.0 == 1 && m >= MIN_COLS);
-                        assert_eq!(got.is_some(), has_avx512() && in_place);
+                        // It declines only without AVX-512, or when C is narrow both ways.
+                        assert_eq!(got.is_some(), has_avx512() && (n >= MIN_COLS || m >= MIN_COLS));
                         if let Some(got) = got {
                             let want = sgemm((m, k, n), a, b);
                             let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
@@ -392,36 +499,60 @@ mod tests {
         let (m, k, n) = (9, 64, 70);
         let a: Vec<f32> = (0..m * k).map(|_| rng.random_range(-1.0f32..1.0)).collect();
         let b: Vec<f32> = (0..k * n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-        let Some(got) = direct(
-            (m, k, n),
-            matrix(&a, (k as isize, 1)),
-            matrix(&b, (n as isize, 1)),
-        ) else {
-            assert!(!has_avx512());
-            return;
-        };
         let u = f64::from(f32::EPSILON) / 2.0;
         let gamma = k as f64 * u / (1.0 - k as f64 * u);
-        for i in 0..m {
-            for j in 0..n {
-                let terms = (0..k).map(|p| f64::from(a[i * k + p]) * f64::from(b[p * n + j]));
-                let exact: f64 = terms.clone().sum();
-                let magnitude: f64 = terms.map(f64::abs).sum();
-                let err = (f64::from(got[i * n + j]) - exact).abs();
-                assert!(err <= gamma * magnitude, "C[{i}, {j}]: error {err:e}");
+        // B read in place, and B transposed (packed first).
+        for b_rows in [true, false] {
+            let b_strides = strides(k, n, b_rows);
+            let b_at = |p: usize, j: usize| f64::from(b[p * b_strides.0 as usize + j * b_strides.1 as usize]);
+            let Some(got) = direct((m, k, n), matrix(&a, (k as isize, 1)), matrix(&b, b_strides)) else {
+                assert!(!has_avx512());
+                return;
+            };
+            for i in 0..m {
+                for j in 0..n {
+                    let terms = (0..k).map(|p| f64::from(a[i * k + p]) * b_at(p, j));
+                    let exact: f64 = terms.clone().sum();
+                    let magnitude: f64 = terms.map(f64::abs).sum();
+                    let err = (f64::from(got[i * n + j]) - exact).abs();
+                    assert!(
+                        err <= gamma * magnitude,
+                        "C[{i}, {j}] (B row-major {b_rows}): error {err:e}"
+                    );
+                }
             }
         }
     }
 
     #[test]
-    fn declines_deep_or_large_products() {
-        let a = vec![1.0f32; 4 * 65];
-        let b = vec![1.0f32; 65 * 4];
-        let (a, b) = (matrix(&a, (65, 1)), matrix(&b, (4, 1)));
-        assert_eq!(direct((4, 65, 4), a, b), None, "k = 65 is past the depth bound");
-        let mut c = [0.0f32; 16];
-        // SAFETY: 4×64 and 64×4 fit in the buffers above; c is 4×4.
-        let ran = unsafe { try_run((4, 64, 4), a, b, c.as_mut_ptr(), 4 * 64 * 4) };
+    fn declines_deep_large_or_narrow_products() {
+        let ones = vec![1.0f32; 65 * 32];
+        let row_major = |cols: usize| matrix(&ones, (cols as isize, 1));
+        assert_eq!(
+            direct((32, 65, 32), row_major(65), row_major(32)),
+            None,
+            "k = 65 is too deep"
+        );
+        assert_eq!(
+            direct((16, 64, 16), row_major(64), row_major(16)),
+            None,
+            "C is 16 × 16"
+        );
+        let mut c = [0.0f32; 32 * 32];
+        // SAFETY: 32×64 and 64×32 lie within `ones`; c is 32×32.
+        let ran = unsafe {
+            try_run(
+                (32, 64, 32),
+                row_major(64),
+                row_major(32),
+                c.as_mut_ptr(),
+                32 * 64 * 32,
+            )
+        };
         assert!(!ran, "a product of max_macs multiply-adds goes to sgemm");
+        assert_eq!(
+            direct((32, 64, 32), row_major(64), row_major(32)).is_some(),
+            has_avx512()
+        );
     }
 }
