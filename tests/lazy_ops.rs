@@ -476,13 +476,19 @@ fn swap_last_two(rank: usize) -> Vec<usize> {
 fn matmul_layouts_and_shapes() {
     let mut rng = rng(8);
     let v = Values::Uniform(-2.0, 2.0);
-    let cases: [(&[usize], usize, usize, usize); 11] = [
+    // The last four take the small-product path on AVX-512 (C more than 16 wide one way, k up
+    // to 64): full and ragged column tiles, C wide only in its transpose, and a batch.
+    let cases: [(&[usize], usize, usize, usize); 15] = [
         (&[], 1, 1, 1),
         (&[], 3, 4, 5),
         (&[], 1, 7, 1),
         (&[], 5, 1, 3),
         (&[], 17, 33, 9),
         (&[], 64, 70, 65),
+        (&[], 19, 64, 70),
+        (&[], 6, 17, 33),
+        (&[], 40, 5, 3),
+        (&[3], 2, 16, 18),
         (&[2], 3, 4, 5),
         (&[2, 3], 4, 2, 3),
         (&[1, 2], 1, 5, 1),
@@ -549,6 +555,15 @@ fn matmul_with_broadcast_batch() {
     let col = leaf(&mut rng, &[4, 1], v).expand(&[4, 9]);
     let c = leaf(&mut rng, &[9, 2], v);
     check_matmul("expanded inner axis", &col, &c);
+    // The same three, wide enough for the small-product path.
+    let a = leaf(&mut rng, &[1, 20, 16], v).expand(&[5, 20, 16]);
+    let b = leaf(&mut rng, &[5, 16, 40], v);
+    check_matmul("expanded a, small-product path", &a, &b);
+    let b1 = leaf(&mut rng, &[16, 40], v).expand(&[5, 16, 40]);
+    check_matmul("expanded b, small-product path", &a, &b1);
+    let col = leaf(&mut rng, &[20, 1], v).expand(&[20, 16]);
+    let rows = leaf(&mut rng, &[1, 33], v).expand(&[16, 33]);
+    check_matmul("expanded inner axis and rows, small-product path", &col, &rows);
 }
 
 // ---------------------------------------------------------------------------------------------
