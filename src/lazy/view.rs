@@ -206,21 +206,44 @@ impl View {
         }))
     }
 
-    /// Broadcasts size-1 axes to `shape` (same rank) by giving them stride 0.
+    /// Broadcasts size-1 axes, and missing leading axes, to `shape` by giving them stride 0.
     pub fn expand(&self, shape: &[usize]) -> Self {
-        debug_assert_eq!(shape.len(), self.shape.len());
-        let mut out = self.clone();
-        for d in 0..shape.len() {
-            if self.shape[d] != shape[d] {
-                debug_assert_eq!(self.shape[d], 1, "expand {:?} to {shape:?}", self.shape);
-                out.shape[d] = shape[d];
-                out.strides[d] = 0;
-                if let Some(mask) = &mut out.mask {
-                    mask[d] = if mask[d] == (0, 1) { (0, shape[d]) } else { (0, 0) };
-                }
+        let lift = shape.len() - self.shape.len();
+        debug_assert!(
+            (self.shape.iter().zip(&shape[lift..])).all(|(&from, &to)| from == to || from == 1),
+            "expand {:?} to {shape:?}",
+            self.shape
+        );
+        let mut strides = AxisVec::filled(shape.len(), 0isize);
+        for (d, (&from, &to)) in self.shape.iter().zip(&shape[lift..]).enumerate() {
+            if from == to {
+                strides[lift + d] = self.strides[d];
             }
         }
-        out
+        // A lifted axis is a valid size-1 axis; an expanded one repeats its single position,
+        // which is either valid everywhere or nowhere.
+        let mask = self.mask.as_ref().map(|mask| {
+            let expanded = |d: usize, to: usize| match mask[d] {
+                _ if self.shape[d] == to => mask[d],
+                (0, 1) => (0, to),
+                _ => (0, 0),
+            };
+            (0..shape.len())
+                .map(|a| {
+                    if a < lift {
+                        (0, shape[a])
+                    } else {
+                        expanded(a - lift, shape[a])
+                    }
+                })
+                .collect()
+        });
+        View(Arc::new(ViewData {
+            shape: AxisVec::from_slice(shape),
+            strides,
+            offset: self.offset,
+            mask,
+        }))
     }
 
     /// Keeps `ranges[d]` of each axis.
@@ -485,6 +508,41 @@ mod tests {
         let v = View::contiguous(&[3, 1]).expand(&[3, 4]);
         assert_eq!(v.strides(), &[1, 0]);
         assert_eq!(v.extent(), Some((0, 3)));
+    }
+
+    /// Every element of an expanded view is the element of the source at the same index with
+    /// broadcast axes at 0, and lifted axes dropped: including masked (padded) sources, whose
+    /// size-1 axes are either valid or padding.
+    #[test]
+    fn expand_repeats_source_positions_including_masks() {
+        let padded = View::contiguous(&[2, 3]).pad(&[(1, 0), (0, 1)]); // [3, 4], row 0 padding
+        let sources = [
+            View::contiguous(&[3, 1]),
+            View::contiguous(&[4]).pad(&[(1, 1)]),
+            padded.shrink(&[(0, 1), (0, 4)]), // one padding row
+            padded.shrink(&[(1, 2), (0, 4)]), // one valid row
+            padded.shrink(&[(2, 3), (3, 4)]), // a padded corner, [1, 1]
+        ];
+        let targets: [&[usize]; 5] = [&[2, 3, 4], &[3, 6], &[5, 4], &[2, 3, 4], &[2, 2, 3]];
+        for (source, target) in sources.iter().zip(targets) {
+            let expanded = source.expand(target);
+            let lift = target.len() - source.shape().len();
+            let source_positions = source.positions();
+            let source_strides = row_major(source.shape());
+            for (flat, got) in expanded.positions().into_iter().enumerate() {
+                let mut rest = flat;
+                let mut at = 0isize;
+                for (d, &size) in target.iter().enumerate().rev() {
+                    let i = rest % size;
+                    rest /= size;
+                    if d >= lift && source.shape()[d - lift] != 1 {
+                        at += i as isize * source_strides[d - lift];
+                    }
+                }
+                let want = source_positions[at as usize];
+                assert_eq!(got, want, "{source:?} expanded to {target:?}, element {flat}");
+            }
+        }
     }
 
     #[test]

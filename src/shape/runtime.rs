@@ -58,12 +58,23 @@ pub fn check_permutation(order: &[usize], rank: usize) -> Result<()> {
     if order.len() != rank {
         return Err(invalid("a permutation must name every axis exactly once"));
     }
-    let mut seen = vec![false; rank];
+    // A bit per axis (no allocation: permutes run several times per training step); ranks past
+    // 64 fall back to a vector.
+    let mut seen_bits = 0u64;
+    let mut seen_vec = if rank > 64 { vec![false; rank] } else { Vec::new() };
     for &axis in order {
         if axis >= rank {
             return Err(invalid("an axis is out of range"));
         }
-        if std::mem::replace(&mut seen[axis], true) {
+        let repeated = if rank > 64 {
+            std::mem::replace(&mut seen_vec[axis], true)
+        } else {
+            let bit = 1u64 << axis;
+            let seen = seen_bits & bit != 0;
+            seen_bits |= bit;
+            seen
+        };
+        if repeated {
             return Err(invalid("an axis is repeated"));
         }
     }
