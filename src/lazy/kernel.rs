@@ -52,13 +52,43 @@ impl Instr {
     }
 }
 
+/// A kernel's instructions over its leaves, with the block buffer each result goes to. Shared:
+/// a replayed schedule runs the same program every step without copying or re-planning it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Program(Arc<ProgramData>);
+
+#[derive(Debug, PartialEq)]
+struct ProgramData {
+    instrs: Vec<Instr>,
+    slots: Vec<Option<usize>>,
+}
+
+impl Program {
+    /// `instrs` over `leaves` leaves.
+    pub(crate) fn new(leaves: usize, instrs: Vec<Instr>) -> Self {
+        let slots = assign_slots(leaves, &instrs);
+        Program(Arc::new(ProgramData { instrs, slots }))
+    }
+
+    fn slots(&self) -> &[Option<usize>] {
+        &self.0.slots
+    }
+}
+
+impl std::ops::Deref for Program {
+    type Target = [Instr];
+    fn deref(&self) -> &[Instr] {
+        &self.0.instrs
+    }
+}
+
 /// A fused kernel: elementwise `program` over `shape`, optionally reduced over `reduce_axes`
 /// (which the output keeps as size 1). The last value is the result.
 #[derive(Debug)]
 pub(crate) struct FusedKernel {
     pub(crate) shape: AxisVec<usize>,
     pub(crate) leaves: Vec<Leaf>,
-    pub(crate) program: Vec<Instr>,
+    pub(crate) program: Program,
     pub(crate) reduce: Option<(ReduceOp, AxisVec<usize>)>,
 }
 
@@ -121,7 +151,7 @@ impl FusedKernel {
             .collect();
         let plan = Plan {
             kernel: self,
-            slots: assign_slots(self.leaves.len(), &self.program),
+            slots: self.program.slots(),
             access,
             n,
         };
@@ -184,7 +214,7 @@ impl FusedKernel {
 struct Plan<'k> {
     kernel: &'k FusedKernel,
     access: Vec<LeafAccess<'k>>,
-    slots: Vec<Option<usize>>,
+    slots: &'k [Option<usize>],
     n: usize,
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::LazyBuffer;
 use super::axes::AxisVec;
 use super::fast_hash::FastMap;
-use super::kernel::{FusedKernel, Instr, Leaf};
+use super::kernel::{FusedKernel, Leaf, Program};
 use super::node::{Node, Op};
 use super::ops::ReduceOp;
 use super::view::View;
@@ -34,7 +34,7 @@ pub(super) enum Source {
 pub(super) struct KernelPlan {
     pub(super) shape: AxisVec<usize>,
     pub(super) leaves: Vec<(Source, View)>,
-    pub(super) program: Vec<Instr>,
+    pub(super) program: Program,
     pub(super) reduce: Option<(ReduceOp, AxisVec<usize>)>,
 }
 

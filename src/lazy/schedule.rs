@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::axes::AxisVec;
 use super::fast_hash::{FastMap, FastSet};
-use super::kernel::{BLOCK, FusedKernel, Instr, Leaf, execute, fill_output};
+use super::kernel::{BLOCK, FusedKernel, Instr, Leaf, Program, execute, fill_output};
 use super::node::{Node, Op, State};
 use super::replay::{KernelPlan, Plans, Signature, Source, Step};
 use super::view::View;
@@ -153,7 +153,7 @@ fn realize_single(root: &LazyBuffer) -> bool {
         FusedKernel {
             shape: root.node.shape.clone(),
             leaves,
-            program: vec![program],
+            program: Program::new(inputs.len(), vec![program]),
             reduce: None,
         }
     };
@@ -536,8 +536,8 @@ impl Builder<'_> {
         }
         KernelPlan {
             shape,
+            program: Program::new(leaves, program),
             leaves: self.leaves,
-            program,
             reduce,
         }
     }
