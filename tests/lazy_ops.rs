@@ -476,9 +476,10 @@ fn swap_last_two(rank: usize) -> Vec<usize> {
 fn matmul_layouts_and_shapes() {
     let mut rng = rng(8);
     let v = Values::Uniform(-2.0, 2.0);
-    // The last four take the small-product path on AVX-512 (C more than 16 wide one way, k up
-    // to 64): full and ragged column tiles, C wide only in its transpose, and a batch.
-    let cases: [(&[usize], usize, usize, usize); 15] = [
+    // The last five take the small-product path on AVX-512 (C more than 16 wide one way, k up
+    // to 64, or 128 when that way is at most 32 wide): full and ragged column tiles, C wide only
+    // in its transpose, a deep narrow product, and a batch.
+    let cases: [(&[usize], usize, usize, usize); 16] = [
         (&[], 1, 1, 1),
         (&[], 3, 4, 5),
         (&[], 1, 7, 1),
@@ -488,6 +489,7 @@ fn matmul_layouts_and_shapes() {
         (&[], 19, 64, 70),
         (&[], 6, 17, 33),
         (&[], 40, 5, 3),
+        (&[], 10, 128, 24),
         (&[3], 2, 16, 18),
         (&[2], 3, 4, 5),
         (&[2, 3], 4, 2, 3),

@@ -9,17 +9,18 @@
 //!
 //! Every element of C is the same chain of fused multiply-adds, in the same order over `k`,
 //! starting from `+0.0`, that matrixmultiply's AVX-512 kernel computes for `k` up to its block
-//! depth (256). So on the CPUs where this path runs, its results are those of sgemm, bit for bit
+//! depth (256; this path takes `k` up to 128). So on the CPUs where this path runs, its results are those of sgemm, bit for bit
 //! (the tests check it), and whether a product takes it changes no value.
 
 use std::mem::MaybeUninit;
 
-/// The deepest product taken: the 64-column tile of B then holds 16 KiB, and stays in L1.
-/// Measured on the kernel alone, one thread, against sgemm into the same output: `[64, 64] x
-/// [64, 64]` 3.2 against 4.7 µs (B transposed: 3.6 against 5.2), `[128, 32] x [32, 64]` 3.3
-/// against 4.5; at `k = 128` sgemm was as fast or faster (`[64, 128] x [128, 128]`: 18.7
-/// against 16.6).
-const MAX_K: usize = 64;
+/// The most values of B one column tile reads: 64 rows of 64 columns, or 128 rows of 32 (16 KiB),
+/// stay in L1 across the tile's rows. Measured on the kernel alone, one thread, against sgemm
+/// into the same output: `[64, 64] x [64, 64]` 3.2 against 4.7 µs (B transposed: 3.6 against
+/// 5.2), `[128, 32] x [32, 64]` 3.3 against 4.5, `[200, 128] x [128, 30]` 10.3 against 16.4;
+/// past it, sgemm was as fast or faster as often as not (`[128, 128] x [128, 128]`: 32.4
+/// against 28.8; `[64, 96] x [96, 200]` with B transposed: 22.2 against 19.9).
+const PANEL: usize = 4096;
 
 /// Lanes of one vector (AVX-512, f32).
 const LANES: usize = 16;
@@ -51,8 +52,10 @@ impl Matrix {
 }
 
 /// Computes `C = A·B` (`m×k` times `k×n`) into `c` with row stride `n`, if the product is
-/// small enough (`k ≤ 64`, fewer than `max_macs` multiply-adds), C is more than 16 wide one
-/// way or the other, and the CPU has AVX-512. Returns false, having written nothing, otherwise.
+/// small (fewer than `max_macs` multiply-adds), C is more than 16 wide one way or the other
+/// (`n` or `m`), and that way a column tile's rows of B fit the panel (`k` up to 64 for a wide
+/// C, up to 128 for one at most 32 wide), and the CPU has AVX-512. Returns false, having
+/// written nothing, otherwise.
 ///
 /// # Safety
 /// `a` and `b` with their strides must address `m×k` and `k×n` matrices within their
@@ -64,7 +67,7 @@ pub(super) unsafe fn try_run(
     c: *mut f32,
     max_macs: usize,
 ) -> bool {
-    if k > MAX_K || m.saturating_mul(k).saturating_mul(n) >= max_macs || !has_avx512() {
+    if m.saturating_mul(k).saturating_mul(n) >= max_macs || !has_avx512() {
         return false;
     }
     let c_strides = (n as isize, 1);
@@ -77,9 +80,8 @@ pub(super) unsafe fn try_run(
             (c_strides.1, c_strides.0),
         )
     };
-    // Reading B's rows in place beats copying them; a narrow C leaves the tiles too few
-    // accumulators.
-    let (dims, a, b, c_strides) = match (n >= MIN_COLS, m >= MIN_COLS) {
+    // Reading B's rows in place beats copying them.
+    let (dims, a, b, c_strides) = match (fits(k, n), fits(k, m)) {
         (true, _) if b.strides.1 == 1 => ((m, k, n), a, b, c_strides),
         (_, true) if a.strides.0 == 1 => transposed(),
         (true, _) => ((m, k, n), a, b, c_strides),
@@ -89,6 +91,12 @@ pub(super) unsafe fn try_run(
     // SAFETY: as this function's contract says.
     unsafe { gemm_avx512(dims, a, b, c, c_strides) };
     true
+}
+
+/// Whether a C `width` columns wide is taken at depth `k`: wide enough for the tiles to keep
+/// 16 accumulators, and shallow enough for a column tile's rows of B to fit the panel.
+fn fits(k: usize, width: usize) -> bool {
+    width >= MIN_COLS && k.saturating_mul(width.min(COLS).next_multiple_of(LANES)) <= PANEL
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -104,7 +112,7 @@ fn has_avx512() -> bool {
 /// `C = A·B` by tiles of `ROWS × COLS`.
 ///
 /// # Safety
-/// As for [`try_run`]; `k ≤ MAX_K`, and the CPU has AVX-512F.
+/// As for [`try_run`]; `fits(k, n)`, and the CPU has AVX-512F.
 #[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
 unsafe fn gemm_avx512(
     (m, k, n): (usize, usize, usize),
@@ -113,7 +121,7 @@ unsafe fn gemm_avx512(
     c: *mut f32,
     c_strides: (isize, isize),
 ) {
-    debug_assert!(k <= MAX_K);
+    debug_assert!(fits(k, n));
     for j0 in (0..n).step_by(COLS) {
         let cols = COLS.min(n - j0);
         // SAFETY: column j0 lies within B and C.
@@ -136,7 +144,7 @@ unsafe fn gemm_avx512(
             // many of them as it needs.
             let width = cols.next_multiple_of(LANES);
             // Only the first k rows of `width` values are written, and only those are read.
-            let mut panel = [MaybeUninit::<f32>::uninit(); MAX_K * COLS];
+            let mut panel = [MaybeUninit::<f32>::uninit(); PANEL];
             // SAFETY: the tile's columns lie within B; the panel holds k·width values.
             unsafe { pack_panel((k, cols, width), b_cols, panel.as_mut_ptr().cast::<f32>()) };
             let b_cols = Matrix {
@@ -457,8 +465,8 @@ mod tests {
         let special = [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-40, 3e38];
         let mut taken = 0;
         for m in [1, 2, 3, 4, 5, 7, 33] {
-            for k in [1, 2, 17, 64] {
-                for n in [1, 15, 16, 17, 63, 64, 65, 130] {
+            for k in [1, 2, 17, 64, 65, 128] {
+                for n in [1, 15, 16, 17, 32, 33, 63, 64, 65, 130] {
                     for layout in 0..4 {
                         let (a_rows, b_rows) = (layout & 1 == 0, layout & 2 == 0);
                         let mut value = |_| {
@@ -475,8 +483,11 @@ mod tests {
                             matrix(&b, strides(k, n, b_rows)),
                         );
                         let got = direct((m, k, n), a, b);
-                        // It declines only without AVX-512, or when C is narrow both ways.
-                        assert_eq!(got.is_some(), has_avx512() && (n >= MIN_COLS || m >= MIN_COLS));
+                        // It declines only without AVX-512, or when C is too narrow or the
+                        // panel too deep both ways: a width over 16 and (a multiple of 16 up
+                        // to 64) × k within 4096.
+                        let fit = |w: usize| w > 16 && k * w.min(64).next_multiple_of(16) <= 4096;
+                        assert_eq!(got.is_some(), has_avx512() && (fit(n) || fit(m)));
                         if let Some(got) = got {
                             let want = sgemm((m, k, n), a, b);
                             let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
@@ -526,18 +537,20 @@ mod tests {
 
     #[test]
     fn declines_deep_large_or_narrow_products() {
-        let ones = vec![1.0f32; 65 * 32];
+        let ones = vec![1.0f32; 129 * 64];
         let row_major = |cols: usize| matrix(&ones, (cols as isize, 1));
-        assert_eq!(
-            direct((32, 65, 32), row_major(65), row_major(32)),
-            None,
-            "k = 65 is too deep"
+        let declined =
+            |dims: (usize, usize, usize)| direct(dims, row_major(dims.1), row_major(dims.2)).is_none();
+        assert!(
+            declined((65, 65, 65)),
+            "k = 65 is too deep for a C 64 or more wide both ways"
         );
-        assert_eq!(
-            direct((16, 64, 16), row_major(64), row_major(16)),
-            None,
-            "C is 16 × 16"
+        assert!(
+            !declined((16, 128, 32)) || !has_avx512(),
+            "k = 128 fits a C 32 wide"
         );
+        assert!(declined((16, 129, 32)), "k = 129 does not");
+        assert!(declined((16, 64, 16)), "C is 16 × 16");
         let mut c = [0.0f32; 32 * 32];
         // SAFETY: 32×64 and 64×32 lie within `ones`; c is 32×32.
         let ran = unsafe {
