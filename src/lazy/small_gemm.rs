@@ -43,6 +43,16 @@ pub(super) struct Matrix {
 }
 
 impl Matrix {
+    /// The submatrix from row `row`, column `col` (a pointer computation only; reading it is
+    /// valid where the original was).
+    fn at(self, row: usize, col: usize) -> Matrix {
+        let offset = row as isize * self.strides.0 + col as isize * self.strides.1;
+        Matrix {
+            ptr: self.ptr.wrapping_offset(offset),
+            strides: self.strides,
+        }
+    }
+
     pub(super) fn transposed(self) -> Matrix {
         Matrix {
             ptr: self.ptr,
@@ -124,17 +134,7 @@ unsafe fn gemm_avx512(
     debug_assert!(fits(k, n));
     for j0 in (0..n).step_by(COLS) {
         let cols = COLS.min(n - j0);
-        // SAFETY: column j0 lies within B and C.
-        let (b_cols, c_cols) = unsafe {
-            (
-                b.ptr.offset(j0 as isize * b.strides.1),
-                c.offset(j0 as isize * c_strides.1),
-            )
-        };
-        let b_cols = Matrix {
-            ptr: b_cols,
-            strides: b.strides,
-        };
+        let (b_cols, c_cols) = (b.at(0, j0), c.wrapping_offset(j0 as isize * c_strides.1));
         if cols == COLS && b.strides.1 == 1 {
             // SAFETY: the column tile has COLS columns of B and C.
             unsafe { column_tile::<VECTORS, ROWS>((m, k), a, b_cols, c_cols, c_strides, cols) };
@@ -174,22 +174,27 @@ unsafe fn gemm_avx512(
 /// values; the CPU has AVX-512F.
 #[inline(always)]
 unsafe fn pack_panel((k, cols, width): (usize, usize, usize), b: Matrix, panel: *mut f32) {
-    let (rs, cs) = b.strides;
-    // SAFETY (every access below): element (p, j) with p < k, j < cols of B, or of the panel
+    // SAFETY (every access below): element (p, j) of B with p < k, j < cols, or of the panel
     // with j < width.
-    let at = |p: usize, j: usize| unsafe { b.ptr.offset(p as isize * rs + j as isize * cs) };
+    let panel_row = |p: usize| unsafe { panel.add(p * width) };
+    let (rs, cs) = b.strides;
     let mut done_cols = 0;
-    if rs == 1 && cs != 1 {
+    if cs == 1 {
+        for p in 0..k {
+            unsafe { std::ptr::copy_nonoverlapping(b.at(p, 0).ptr, panel_row(p), cols) };
+        }
+        done_cols = cols;
+    } else if rs == 1 {
         while done_cols + LANES <= cols {
             let j = done_cols;
             let mut p = 0;
             while p + LANES <= k {
-                unsafe { transpose_block(at(p, j), cs, panel.add(p * width + j), width) };
+                unsafe { transpose_block(b.at(p, j).ptr, cs, panel_row(p).add(j), width) };
                 p += LANES;
             }
             for p in p..k {
                 for j in j..j + LANES {
-                    unsafe { *panel.add(p * width + j) = *at(p, j) };
+                    unsafe { *panel_row(p).add(j) = *b.at(p, j).ptr };
                 }
             }
             done_cols += LANES;
@@ -197,8 +202,8 @@ unsafe fn pack_panel((k, cols, width): (usize, usize, usize), b: Matrix, panel: 
     }
     for p in 0..k {
         for j in done_cols..width {
-            let value = if j < cols { unsafe { *at(p, j) } } else { 0.0 };
-            unsafe { *panel.add(p * width + j) = value };
+            let value = if j < cols { unsafe { *b.at(p, j).ptr } } else { 0.0 };
+            unsafe { *panel_row(p).add(j) = value };
         }
     }
 }
@@ -283,17 +288,7 @@ unsafe fn column_tile<const V: usize, const R: usize>(
 ) {
     let mut i0 = 0;
     while i0 < m {
-        // SAFETY: row i0 of A and of C lies within them.
-        let (a_rows, c_rows) = unsafe {
-            (
-                a.ptr.offset(i0 as isize * a.strides.0),
-                c.offset(i0 as isize * c_strides.0),
-            )
-        };
-        let a_rows = Matrix {
-            ptr: a_rows,
-            strides: a.strides,
-        };
+        let (a_rows, c_rows) = (a.at(i0, 0), c.wrapping_offset(i0 as isize * c_strides.0));
         // SAFETY: the tile's rows lie within A and C.
         if m - i0 >= R {
             unsafe { tile::<R, V>(k, a_rows, b, c_rows, c_strides, cols) };
