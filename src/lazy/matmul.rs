@@ -6,9 +6,9 @@ use super::small_gemm::{self, Matrix};
 use super::view::View;
 use crate::shape::runtime::numel;
 
-/// `a [.., m, k] x b [.., k, n]` into a fresh row-major `[.., m, n]`. Neither view may be masked
-/// (the scheduler copies padded operands first).
-pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> Vec<f32> {
+/// `a [.., m, k] x b [.., k, n]` into a fresh row-major `[.., m, n]`, and which code computed it
+/// (for the trace). Neither view may be masked (the scheduler copies padded operands first).
+pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Vec<f32>, &'static str) {
     let (sa, sb) = (a_view.shape(), b_view.shape());
     let rank = sa.len();
     let (m, k, n) = (sa[rank - 2], sa[rank - 1], sb[rank - 1]);
@@ -20,7 +20,7 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> Vec<f32
         .and_then(|bm| bm.checked_mul(n))
         .expect("matmul output size fits usize");
     if m == 0 || n == 0 || k == 0 || batches == 0 {
-        return super::alloc::output_filled(len, 0.0); // an empty sum is 0
+        return (super::alloc::output_filled(len, 0.0), "nothing (empty)"); // an empty sum is 0
     }
     // sgemm with β = 0 writes every element of C without reading it, so the output is not
     // zeroed first (that pass cost about 3 % of a 784→512→256→10 training step).
@@ -33,6 +33,8 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> Vec<f32
     check_in_bounds(b, b_view);
     let (ast, bst) = (a_view.strides(), b_view.strides());
     let mut index = vec![0usize; batch_shape.len()];
+    // Every batch has the same sizes and strides, so takes the same path.
+    let mut path = "sgemm";
     for batch in 0..batches {
         let offset = |view: &View, strides: &[isize]| {
             view.offset()
@@ -55,7 +57,9 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> Vec<f32
         let c = c.as_mut_ptr().cast::<f32>();
         // Products split between threads stay on sgemm, which shares them best.
         // SAFETY: as for sgemm below.
-        if !unsafe { small_gemm::try_run((m, k, n), a_matrix, b_matrix, c, PARALLEL_MACS) } {
+        if unsafe { small_gemm::try_run((m, k, n), a_matrix, b_matrix, c, PARALLEL_MACS) } {
+            path = "the direct AVX-512 tile";
+        } else {
             // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C
             // is wide (a batch of 128 against 512 features) gives them more rows to share, and
             // costs nothing on one thread (sgemm measured within ±5 % either way).
@@ -91,9 +95,9 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> Vec<f32
             index[d] = 0;
         }
     }
-    // SAFETY: the batches' m×n blocks tile the first `len` elements, and sgemm wrote each.
+    // SAFETY: the batches' m×n blocks tile the first `len` elements, and each was written.
     unsafe { out.set_len(len) };
-    out
+    (out, path)
 }
 
 /// One `C = A·B` call of sgemm, with the strides of each matrix as (row, column).

@@ -177,7 +177,8 @@ fn run_matmul(node: &Node, a: &LazyBuffer, b: &LazyBuffer) {
     });
     let (ab, av) = operand(a);
     let (bb, bv) = operand(b);
-    let out = matmul::run(&ab, &av, &bb, &bv);
+    let (out, path) = matmul::run(&ab, &av, &bb, &bv);
+    let trace = trace.map(|(what, started)| (format!("{what} on {path}"), started));
     record(node, out, 1, trace);
 }
 

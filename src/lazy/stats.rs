@@ -2,7 +2,7 @@
 //! realizing, kept per thread (realization runs on the calling thread), and an optional trace.
 //!
 //! Set `TEENYGRAD_DEBUG=1` to print one line per kernel to stderr: its kind, operations, shape and
-//! time.
+//! time (and for a matrix product, which code computed it).
 
 use std::cell::Cell;
 use std::sync::OnceLock;
