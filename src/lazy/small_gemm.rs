@@ -5,12 +5,14 @@
 //! packed layout. A register tile can read B's rows in place when they are contiguous (or from
 //! one copy of a 64-column panel when they are not: a transposed weight): each step along `k`
 //! loads four 16-lane vectors of one row of B and broadcasts four values of A, read in place
-//! at any strides.
+//! at any strides. CPUs with AVX2 and FMA but not AVX-512 get a narrower tile, for products
+//! whose B (or A, for the transposed product) can be read in place.
 //!
 //! Every element of C is the same chain of fused multiply-adds, in the same order over `k`,
 //! starting from `+0.0`, that matrixmultiply's AVX-512 kernel computes for `k` up to its block
-//! depth (256; this path takes `k` up to 128). So on the CPUs where this path runs, its results are those of sgemm, bit for bit
-//! (the tests check it), and whether a product takes it changes no value.
+//! depth (256; this path takes `k` up to 128), and its AVX2 kernel too. So its results are
+//! those of sgemm, bit for bit (the tests check both instruction sets), and whether a product
+//! takes it changes no value.
 
 use std::mem::MaybeUninit;
 
@@ -61,11 +63,39 @@ impl Matrix {
     }
 }
 
+/// The vector instructions a product runs with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Isa {
+    /// Tiles of 4 rows × 64 columns (16 registers of 16 lanes).
+    Avx512,
+    /// AVX2 with FMA: tiles of 6 rows × 16 columns (12 registers of 8 lanes). Only products
+    /// with an operand it can read in place: without AVX-512's register transposes, packing a
+    /// transposed B cost more than it saved (in an emulation with sgemm's AVX2 kernel:
+    /// `[32, 64] x [64, 128]` with B transposed 10.7 µs against 8.7).
+    Avx2,
+}
+
+impl Isa {
+    /// The best this CPU has, if any.
+    fn detect() -> Option<Isa> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Some(Isa::Avx512);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                return Some(Isa::Avx2);
+            }
+        }
+        None
+    }
+}
+
 /// Computes `C = A·B` (`m×k` times `k×n`) into `c` with row stride `n`, if the product is
 /// small (fewer than `max_macs` multiply-adds), C is more than 16 wide one way or the other
 /// (`n` or `m`), and that way a column tile's rows of B fit the panel (`k` up to 64 for a wide
-/// C, up to 128 for one at most 32 wide), and the CPU has AVX-512. Returns false, having
-/// written nothing, otherwise.
+/// C, up to 128 for one at most 32 wide), and the CPU has AVX-512 (or AVX2 and FMA, and B's
+/// rows or A's columns are contiguous). Returns false, having written nothing, otherwise.
 ///
 /// # Safety
 /// `a` and `b` with their strides must address `m×k` and `k×n` matrices within their
@@ -77,9 +107,18 @@ pub(super) unsafe fn try_run(
     c: *mut f32,
     max_macs: usize,
 ) -> bool {
-    if m.saturating_mul(k).saturating_mul(n) >= max_macs || !has_avx512() {
+    let Some(isa) = Isa::detect() else {
         return false;
-    }
+    };
+    // SAFETY: as this function's contract says; `isa` was detected.
+    m.saturating_mul(k).saturating_mul(n) < max_macs && unsafe { run_with(isa, (m, k, n), a, b, c) }
+}
+
+/// [`try_run`] on the given instructions, without the size limit.
+///
+/// # Safety
+/// As for [`try_run`], and the CPU has `isa`.
+unsafe fn run_with(isa: Isa, (m, k, n): (usize, usize, usize), a: Matrix, b: Matrix, c: *mut f32) -> bool {
     let c_strides = (n as isize, 1);
     // Cᵀ = Bᵀ·Aᵀ addresses the same elements; its "B" is Aᵀ.
     let transposed = || {
@@ -91,15 +130,21 @@ pub(super) unsafe fn try_run(
         )
     };
     // Reading B's rows in place beats copying them.
+    let packs = isa == Isa::Avx512;
     let (dims, a, b, c_strides) = match (fits(k, n), fits(k, m)) {
         (true, _) if b.strides.1 == 1 => ((m, k, n), a, b, c_strides),
         (_, true) if a.strides.0 == 1 => transposed(),
-        (true, _) => ((m, k, n), a, b, c_strides),
-        (_, true) => transposed(),
-        (false, false) => return false,
+        (true, _) if packs => ((m, k, n), a, b, c_strides),
+        (_, true) if packs => transposed(),
+        _ => return false,
     };
     // SAFETY: as this function's contract says.
-    unsafe { gemm_avx512(dims, a, b, c, c_strides) };
+    unsafe {
+        match isa {
+            Isa::Avx512 => gemm_avx512(dims, a, b, c, c_strides),
+            Isa::Avx2 => gemm_avx2(dims, a, b, c, c_strides),
+        }
+    }
     true
 }
 
@@ -107,16 +152,6 @@ pub(super) unsafe fn try_run(
 /// 16 accumulators, and shallow enough for a column tile's rows of B to fit the panel.
 fn fits(k: usize, width: usize) -> bool {
     width >= MIN_COLS && k.saturating_mul(width.min(COLS).next_multiple_of(LANES)) <= PANEL
-}
-
-#[cfg(target_arch = "x86_64")]
-fn has_avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn has_avx512() -> bool {
-    false
 }
 
 /// `C = A·B` by tiles of `ROWS × COLS`.
@@ -137,7 +172,7 @@ unsafe fn gemm_avx512(
         let (b_cols, c_cols) = (b.at(0, j0), c.wrapping_offset(j0 as isize * c_strides.1));
         if cols == COLS && b.strides.1 == 1 {
             // SAFETY: the column tile has COLS columns of B and C.
-            unsafe { column_tile::<VECTORS, ROWS>((m, k), a, b_cols, c_cols, c_strides, cols) };
+            unsafe { column_tile::<VECTORS, ROWS, LANES>((m, k), a, b_cols, c_cols, c_strides, cols) };
         } else {
             // Other layouts, and the last, ragged column tile, read B from a zero-padded
             // row-major copy: the tile loop always loads whole vectors, and computes only as
@@ -146,7 +181,7 @@ unsafe fn gemm_avx512(
             // Only the first k rows of `width` values are written, and only those are read.
             let mut panel = [MaybeUninit::<f32>::uninit(); PANEL];
             // SAFETY: the tile's columns lie within B; the panel holds k·width values.
-            unsafe { pack_panel((k, cols, width), b_cols, panel.as_mut_ptr().cast::<f32>()) };
+            unsafe { pack_panel::<true>((k, cols, width), b_cols, panel.as_mut_ptr().cast::<f32>()) };
             let b_cols = Matrix {
                 ptr: panel.as_ptr().cast::<f32>(),
                 strides: (width as isize, 1),
@@ -155,25 +190,62 @@ unsafe fn gemm_avx512(
             // the tile's vectors hold `width`.
             unsafe {
                 match width / LANES {
-                    1 => column_tile::<1, 16>((m, k), a, b_cols, c_cols, c_strides, cols),
-                    2 => column_tile::<2, 8>((m, k), a, b_cols, c_cols, c_strides, cols),
-                    3 => column_tile::<3, 5>((m, k), a, b_cols, c_cols, c_strides, cols),
-                    _ => column_tile::<VECTORS, ROWS>((m, k), a, b_cols, c_cols, c_strides, cols),
+                    1 => column_tile::<1, 16, LANES>((m, k), a, b_cols, c_cols, c_strides, cols),
+                    2 => column_tile::<2, 8, LANES>((m, k), a, b_cols, c_cols, c_strides, cols),
+                    3 => column_tile::<3, 5, LANES>((m, k), a, b_cols, c_cols, c_strides, cols),
+                    _ => column_tile::<VECTORS, ROWS, LANES>((m, k), a, b_cols, c_cols, c_strides, cols),
                 }
             }
         }
     }
 }
 
+/// `C = A·B` by tiles of 6 rows × 16 columns, for AVX2 with FMA: a 16-lane row of a tile is
+/// two 8-lane registers, so 6 rows keep 12 accumulators (of 16 registers) in flight.
+///
+/// # Safety
+/// As for [`try_run`]; `fits(k, n)`, and the CPU has AVX2 and FMA.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2,fma"))]
+unsafe fn gemm_avx2(
+    (m, k, n): (usize, usize, usize),
+    a: Matrix,
+    b: Matrix,
+    c: *mut f32,
+    c_strides: (isize, isize),
+) {
+    debug_assert!(fits(k, n));
+    for j0 in (0..n).step_by(LANES) {
+        let cols = LANES.min(n - j0);
+        let (b_cols, c_cols) = (b.at(0, j0), c.wrapping_offset(j0 as isize * c_strides.1));
+        // SAFETY (both): the column tile has `cols` columns of B and C; B's rows (or the
+        // panel's) have LANES readable values.
+        if cols == LANES && b.strides.1 == 1 {
+            unsafe { column_tile::<2, 6, 8>((m, k), a, b_cols, c_cols, c_strides, cols) };
+        } else {
+            let mut panel = [MaybeUninit::<f32>::uninit(); PANEL];
+            unsafe { pack_panel::<false>((k, cols, LANES), b_cols, panel.as_mut_ptr().cast::<f32>()) };
+            let b_cols = Matrix {
+                ptr: panel.as_ptr().cast::<f32>(),
+                strides: (LANES as isize, 1),
+            };
+            unsafe { column_tile::<2, 6, 8>((m, k), a, b_cols, c_cols, c_strides, cols) };
+        }
+    }
+}
+
 /// Copies columns `0..cols` of B's first `k` rows into `panel`, row-major with row stride
-/// `width`, and zeroes columns `cols..width`. A column-major B (a transposed weight, as in
-/// `x·Wᵀ`) is transposed in 16 × 16 blocks in registers.
+/// `width`, and zeroes columns `cols..width`. With `AVX512`, a column-major B (a transposed
+/// weight, as in `x·Wᵀ`) is transposed in 16 × 16 blocks in registers.
 ///
 /// # Safety
 /// B's first `k` rows and `cols` columns lie within it; `panel` is valid for writing `k·width`
-/// values; the CPU has AVX-512F.
+/// values; with `AVX512`, the CPU has AVX-512F.
 #[inline(always)]
-unsafe fn pack_panel((k, cols, width): (usize, usize, usize), b: Matrix, panel: *mut f32) {
+unsafe fn pack_panel<const AVX512: bool>(
+    (k, cols, width): (usize, usize, usize),
+    b: Matrix,
+    panel: *mut f32,
+) {
     // SAFETY (every access below): element (p, j) of B with p < k, j < cols, or of the panel
     // with j < width.
     let panel_row = |p: usize| unsafe { panel.add(p * width) };
@@ -184,7 +256,7 @@ unsafe fn pack_panel((k, cols, width): (usize, usize, usize), b: Matrix, panel: 
             unsafe { std::ptr::copy_nonoverlapping(b.at(p, 0).ptr, panel_row(p), cols) };
         }
         done_cols = cols;
-    } else if rs == 1 {
+    } else if AVX512 && rs == 1 {
         while done_cols + LANES <= cols {
             let j = done_cols;
             let mut p = 0;
@@ -270,15 +342,14 @@ unsafe fn transpose_block(_: *const f32, _: isize, _: *mut f32, _: usize) {
     unreachable!("small_gemm runs only on x86-64 with AVX-512")
 }
 
-/// Every tile of one column tile of C, `V` vectors wide: `R` rows at a time (`R·V = 16`
+/// Every tile of one column tile of C, `V` vectors of `L` lanes wide: `R` rows at a time (`R·V`
 /// accumulators, enough to hide the multiply-adds' latency), then one row at a time.
 ///
 /// # Safety
-/// `b` addresses `k` rows of `V·LANES` readable values with column stride 1; `a` addresses `m`
-/// rows of `k` values; `c` is valid for writing `m × cols` elements at its strides, `cols ≤
-/// V·LANES`.
+/// `b` addresses `k` rows of `V·L` readable values with column stride 1; `a` addresses `m` rows
+/// of `k` values; `c` is valid for writing `m × cols` elements at its strides, `cols ≤ V·L`.
 #[inline(always)]
-unsafe fn column_tile<const V: usize, const R: usize>(
+unsafe fn column_tile<const V: usize, const R: usize, const L: usize>(
     (m, k): (usize, usize),
     a: Matrix,
     b: Matrix,
@@ -286,85 +357,86 @@ unsafe fn column_tile<const V: usize, const R: usize>(
     c_strides: (isize, isize),
     cols: usize,
 ) {
+    // A full tile stores its rows straight into C; any other goes through `staged`, then
+    // element by element into C. Either way the tile only ever stores its accumulators whole:
+    // deciding that inside it, at run time, kept the AVX2 build's accumulators in memory.
+    let full = c_strides.1 == 1 && cols == V * L;
+    let mut staged = [[[0.0f32; L]; V]; R];
     let mut i0 = 0;
     while i0 < m {
+        let rows = if m - i0 >= R { R } else { 1 };
         let (a_rows, c_rows) = (a.at(i0, 0), c.wrapping_offset(i0 as isize * c_strides.0));
-        // SAFETY: the tile's rows lie within A and C.
-        if m - i0 >= R {
-            unsafe { tile::<R, V>(k, a_rows, b, c_rows, c_strides, cols) };
-            i0 += R;
-        } else {
-            unsafe { tile::<1, V>(k, a_rows, b, c_rows, c_strides, cols) };
-            i0 += 1;
+        let (dst, dst_stride) = match full {
+            true => (c_rows, c_strides.0),
+            false => (staged.as_mut_ptr().cast::<f32>(), (V * L) as isize),
+        };
+        // SAFETY: the tile's rows lie within A, and within C or `staged`.
+        unsafe {
+            match rows {
+                1 => tile::<1, V, L>(k, a_rows, b, dst, dst_stride),
+                _ => tile::<R, V, L>(k, a_rows, b, dst, dst_stride),
+            }
         }
+        if !full {
+            for (r, row) in staged.iter().take(rows).enumerate() {
+                for (j, &value) in row.as_flattened().iter().take(cols).enumerate() {
+                    let at = r as isize * c_strides.0 + j as isize * c_strides.1;
+                    // SAFETY: row r < rows, column j < cols of the tile of C.
+                    unsafe { *c_rows.offset(at) = value };
+                }
+            }
+        }
+        i0 += rows;
     }
 }
 
-/// One tile of C, `R` rows by `V` vectors, of which the first `cols` columns are written. Plain
-/// arrays with fused multiply-adds: inlined into the AVX-512 function, they compile to vector
-/// registers.
+/// One tile of C, `R` rows by `V` vectors of `L` lanes, written whole to `dst` (rows
+/// `dst_stride` apart). Plain arrays with fused multiply-adds: inlined into a function built for
+/// AVX-512 or AVX2, they compile to vector registers.
 ///
 /// # Safety
-/// `a` addresses `R` rows of `k` values; `b` addresses `k` rows of `V·LANES` values with column
-/// stride 1; `c` is valid for writing `R × cols` elements at its strides, `cols ≤ V·LANES`.
+/// `a` addresses `R` rows of `k` values; `b` addresses `k` rows of `V·L` values with column
+/// stride 1; `dst` is valid for writing `R` rows of `V·L` contiguous values.
 #[inline(always)]
 #[allow(
     clippy::needless_range_loop,
     reason = "indexed loops over constant bounds keep the accumulators in registers"
 )]
-unsafe fn tile<const R: usize, const V: usize>(
+unsafe fn tile<const R: usize, const V: usize, const L: usize>(
     k: usize,
     a: Matrix,
     b: Matrix,
-    c: *mut f32,
-    (rsc, csc): (isize, isize),
-    cols: usize,
+    dst: *mut f32,
+    dst_stride: isize,
 ) {
-    let mut acc = [[[0.0f32; LANES]; V]; R];
+    let mut acc = [[[0.0f32; L]; V]; R];
     // Indexed loops over constant bounds: the form LLVM keeps in registers (iterator adaptors
     // here spilled the accumulators to the stack on every step).
     for p in 0..k {
-        // SAFETY: row p of B has V·LANES readable values.
+        // SAFETY: row p of B has V·L readable values.
         let row = unsafe { b.ptr.offset(p as isize * b.strides.0) };
-        let mut bv = [[0.0f32; LANES]; V];
+        let mut bv = [[0.0f32; L]; V];
         for v in 0..V {
-            // SAFETY: values v·LANES.. of the row; `[f32; LANES]` has f32's alignment.
-            bv[v] = unsafe { row.add(v * LANES).cast::<[f32; LANES]>().read() };
+            // SAFETY: values v·L.. of the row; `[f32; L]` has f32's alignment.
+            bv[v] = unsafe { row.add(v * L).cast::<[f32; L]>().read() };
         }
         for r in 0..R {
             // SAFETY: row r, column p of A.
             let x = unsafe { *a.ptr.offset(r as isize * a.strides.0 + p as isize * a.strides.1) };
             for v in 0..V {
-                for l in 0..LANES {
+                for l in 0..L {
                     acc[r][v][l] = x.mul_add(bv[v][l], acc[r][v][l]);
                 }
             }
         }
     }
-    // The accumulators are only ever stored whole: straight into C when its rows are
-    // contiguous and the tile is full, else into `staged`, copied to C element by element.
-    // (Indexing or borrowing them by a run-time column kept them in memory through the loop.)
-    let full = csc == 1 && cols == V * LANES;
-    let mut staged = [[[0.0f32; LANES]; V]; R];
-    for r in 0..R {
-        if full {
-            // SAFETY: row r of the tile of C has V·LANES writable, contiguous elements.
-            unsafe {
-                c.offset(r as isize * rsc)
-                    .cast::<[[f32; LANES]; V]>()
-                    .write(acc[r])
-            };
-        } else {
-            staged[r] = acc[r];
-        }
-    }
-    if !full {
-        for (r, row) in staged.iter().enumerate() {
-            for (j, &value) in row.as_flattened().iter().take(cols).enumerate() {
-                // SAFETY: row r, column j < cols of the tile of C.
-                unsafe { *c.offset(r as isize * rsc + j as isize * csc) = value };
-            }
-        }
+    for (r, acc_row) in acc.iter().enumerate() {
+        // SAFETY: row r of the destination has V·L writable, contiguous elements.
+        unsafe {
+            dst.offset(r as isize * dst_stride)
+                .cast::<[[f32; L]; V]>()
+                .write(*acc_row)
+        };
     }
 }
 
@@ -415,17 +487,36 @@ mod tests {
         c
     }
 
-    /// `C = A·B` by the direct path into a row-major buffer with guard values after it, or
-    /// `None` if the path declined (then the buffer must be untouched).
-    fn direct(dims: (usize, usize, usize), a: Matrix, b: Matrix) -> Option<Vec<f32>> {
+    /// Every instruction set this CPU can run the path with (AVX2 too where AVX-512 is the
+    /// default, so both are tested here).
+    fn isas() -> Vec<Isa> {
+        let mut isas = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                isas.push(Isa::Avx512);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                isas.push(Isa::Avx2);
+            }
+        }
+        isas
+    }
+
+    /// `C = A·B` by the direct path on `isa` into a row-major buffer with guard values after it,
+    /// or `None` if the path declined (then the buffer must be untouched).
+    fn direct(isa: Isa, dims: (usize, usize, usize), a: Matrix, b: Matrix) -> Option<Vec<f32>> {
         const GUARD: usize = 17;
         let mut c = vec![-7.0f32; dims.0 * dims.2 + GUARD];
-        // SAFETY: as for `sgemm`; c has room for m×n values.
-        let ran = unsafe { try_run(dims, a, b, c.as_mut_ptr(), usize::MAX) };
+        // SAFETY: as for `sgemm`; c has room for m×n values; `isa` is one this CPU runs.
+        let ran = unsafe { run_with(isa, dims, a, b, c.as_mut_ptr()) };
         let tail = c.split_off(dims.0 * dims.2);
-        assert!(tail.iter().all(|&v| v == -7.0), "{dims:?}: wrote past C");
+        assert!(tail.iter().all(|&v| v == -7.0), "{isa:?} {dims:?}: wrote past C");
         if !ran {
-            assert!(c.iter().all(|&v| v == -7.0), "{dims:?}: declined but wrote C");
+            assert!(
+                c.iter().all(|&v| v == -7.0),
+                "{isa:?} {dims:?}: declined but wrote C"
+            );
         }
         ran.then_some(c)
     }
@@ -437,7 +528,6 @@ mod tests {
         let b: Vec<f32> = (0..80)
             .map(|i| if i < 40 { 1.0 } else { (i - 40) as f32 })
             .collect();
-        let got = direct((2, 2, 40), matrix(&a, (2, 1)), matrix(&b, (40, 1)));
         let want: Vec<f32> = (0..80)
             .map(|i| {
                 if i < 40 {
@@ -447,53 +537,71 @@ mod tests {
                 }
             })
             .collect();
-        assert_eq!(got, has_avx512().then_some(want));
+        let (a, b) = (matrix(&a, (2, 1)), matrix(&b, (40, 1)));
+        for isa in isas() {
+            assert_eq!(direct(isa, (2, 2, 40), a, b).as_ref(), Some(&want), "{isa:?}");
+        }
+        let mut c = vec![0.0; 80];
+        // SAFETY: as above.
+        let ran = unsafe { try_run((2, 2, 40), a, b, c.as_mut_ptr(), usize::MAX) };
+        assert_eq!(ran, Isa::detect().is_some(), "taken wherever the CPU can");
     }
 
     /// The path's claim: on every shape and layout it takes, each element is sgemm's, bit for
-    /// bit (the same fused multiply-adds in the same order). Shapes straddle the tile edges
-    /// (4 rows, 64 columns) and the depth bound; values include zeros of both signs,
-    /// infinities and NaN, whose propagation must match too.
+    /// bit (the same fused multiply-adds in the same order; sgemm's AVX-512 and AVX2 kernels
+    /// both sum that way). Shapes straddle the tile edges (4 or 6 rows, 64 or 16 columns) and
+    /// the depth bound; values include zeros of both signs, infinities and NaN, whose
+    /// propagation must match too.
     #[test]
     fn matches_sgemm_bit_for_bit() {
         let mut rng = StdRng::seed_from_u64(11);
         let special = [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-40, 3e38];
-        let mut taken = 0;
-        for m in [1, 2, 3, 4, 5, 7, 33] {
-            for k in [1, 2, 17, 64, 65, 128] {
-                for n in [1, 15, 16, 17, 32, 33, 63, 64, 65, 130] {
-                    for layout in 0..4 {
-                        let (a_rows, b_rows) = (layout & 1 == 0, layout & 2 == 0);
-                        let mut value = |_| {
-                            if rng.random_ratio(1, 50) {
-                                special[rng.random_range(0..special.len())]
-                            } else {
-                                rng.random_range(-2.0f32..2.0)
+        for isa in isas() {
+            for m in [1, 2, 3, 4, 5, 7, 33] {
+                for k in [1, 2, 17, 64, 65, 128] {
+                    for n in [1, 15, 16, 17, 32, 33, 63, 64, 65, 130] {
+                        for layout in 0..4 {
+                            let (a_rows, b_rows) = (layout & 1 == 0, layout & 2 == 0);
+                            let mut value = |_| {
+                                if rng.random_ratio(1, 50) {
+                                    special[rng.random_range(0..special.len())]
+                                } else {
+                                    rng.random_range(-2.0f32..2.0)
+                                }
+                            };
+                            let a: Vec<f32> = (0..m * k).map(&mut value).collect();
+                            let b: Vec<f32> = (0..k * n).map(&mut value).collect();
+                            let (a, b) = (
+                                matrix(&a, strides(m, k, a_rows)),
+                                matrix(&b, strides(k, n, b_rows)),
+                            );
+                            let got = direct(isa, (m, k, n), a, b);
+                            // Taken when C is wide enough and the panel shallow enough one way
+                            // (a width over 16, and that width as a multiple of 16 up to 64,
+                            // times k, within 4096); on AVX2, only the ways whose B (A's
+                            // transpose, for the transposed product) is read in place.
+                            let fit = |w: usize| w > 16 && k * w.min(64).next_multiple_of(16) <= 4096;
+                            let avx512 = isa == Isa::Avx512;
+                            let by_rows = fit(n) && (avx512 || b.strides.1 == 1);
+                            let by_columns = fit(m) && (avx512 || a.strides.0 == 1);
+                            assert_eq!(
+                                got.is_some(),
+                                by_rows || by_columns,
+                                "{isa:?} ({m}, {k}, {n}) {layout}"
+                            );
+                            if let Some(got) = got {
+                                let want = sgemm((m, k, n), a, b);
+                                let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                                assert!(
+                                    same,
+                                    "{isa:?} ({m}, {k}, {n}) layout {layout}: {got:?} != {want:?}"
+                                );
                             }
-                        };
-                        let a: Vec<f32> = (0..m * k).map(&mut value).collect();
-                        let b: Vec<f32> = (0..k * n).map(&mut value).collect();
-                        let (a, b) = (
-                            matrix(&a, strides(m, k, a_rows)),
-                            matrix(&b, strides(k, n, b_rows)),
-                        );
-                        let got = direct((m, k, n), a, b);
-                        // It declines only without AVX-512, or when C is too narrow or the
-                        // panel too deep both ways: a width over 16 and (a multiple of 16 up
-                        // to 64) × k within 4096.
-                        let fit = |w: usize| w > 16 && k * w.min(64).next_multiple_of(16) <= 4096;
-                        assert_eq!(got.is_some(), has_avx512() && (fit(n) || fit(m)));
-                        if let Some(got) = got {
-                            let want = sgemm((m, k, n), a, b);
-                            let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
-                            assert!(same, "({m}, {k}, {n}) layout {layout}: {got:?} != {want:?}");
-                            taken += 1;
                         }
                     }
                 }
             }
         }
-        assert!(taken > 0 || !has_avx512());
     }
 
     /// Against an f64 reference: a sum of `k` products rounded in f32 errs by at most
@@ -507,13 +615,17 @@ mod tests {
         let b: Vec<f32> = (0..k * n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
         let u = f64::from(f32::EPSILON) / 2.0;
         let gamma = k as f64 * u / (1.0 - k as f64 * u);
-        // B read in place, and B transposed (packed first).
-        for b_rows in [true, false] {
+        // B read in place, and B transposed (packed first, on AVX-512 only).
+        for (isa, b_rows) in isas().into_iter().flat_map(|isa| [(isa, true), (isa, false)]) {
             let b_strides = strides(k, n, b_rows);
             let b_at = |p: usize, j: usize| f64::from(b[p * b_strides.0 as usize + j * b_strides.1 as usize]);
-            let Some(got) = direct((m, k, n), matrix(&a, (k as isize, 1)), matrix(&b, b_strides)) else {
-                assert!(!has_avx512());
-                return;
+            let got = direct(isa, (m, k, n), matrix(&a, (k as isize, 1)), matrix(&b, b_strides));
+            let Some(got) = got else {
+                assert!(
+                    isa == Isa::Avx2 && !b_rows,
+                    "{isa:?} declined B row-major {b_rows}"
+                );
+                continue;
             };
             for i in 0..m {
                 for j in 0..n {
@@ -523,7 +635,7 @@ mod tests {
                     let err = (f64::from(got[i * n + j]) - exact).abs();
                     assert!(
                         err <= gamma * magnitude,
-                        "C[{i}, {j}] (B row-major {b_rows}): error {err:e}"
+                        "{isa:?} C[{i}, {j}] (B row-major {b_rows}): error {err:e}"
                     );
                 }
             }
@@ -534,18 +646,18 @@ mod tests {
     fn declines_deep_large_or_narrow_products() {
         let ones = vec![1.0f32; 129 * 64];
         let row_major = |cols: usize| matrix(&ones, (cols as isize, 1));
-        let declined =
-            |dims: (usize, usize, usize)| direct(dims, row_major(dims.1), row_major(dims.2)).is_none();
-        assert!(
-            declined((65, 65, 65)),
-            "k = 65 is too deep for a C 64 or more wide both ways"
-        );
-        assert!(
-            !declined((16, 128, 32)) || !has_avx512(),
-            "k = 128 fits a C 32 wide"
-        );
-        assert!(declined((16, 129, 32)), "k = 129 does not");
-        assert!(declined((16, 64, 16)), "C is 16 × 16");
+        for isa in isas() {
+            let declined = |dims: (usize, usize, usize)| {
+                direct(isa, dims, row_major(dims.1), row_major(dims.2)).is_none()
+            };
+            assert!(
+                declined((65, 65, 65)),
+                "k = 65 is too deep for a C 64 or more wide both ways"
+            );
+            assert!(!declined((16, 128, 32)), "k = 128 fits a C 32 wide");
+            assert!(declined((16, 129, 32)), "k = 129 does not");
+            assert!(declined((16, 64, 16)), "C is 16 × 16");
+        }
         let mut c = [0.0f32; 32 * 32];
         // SAFETY: 32×64 and 64×32 lie within `ones`; c is 32×32.
         let ran = unsafe {
@@ -558,9 +670,5 @@ mod tests {
             )
         };
         assert!(!ran, "a product of max_macs multiply-adds goes to sgemm");
-        assert_eq!(
-            direct((32, 64, 32), row_major(64), row_major(32)).is_some(),
-            has_avx512()
-        );
     }
 }
