@@ -218,9 +218,9 @@ unsafe fn gemm_avx2(
         let cols = LANES.min(n - j0);
         let (b_cols, c_cols) = (b.at(0, j0), c.wrapping_offset(j0 as isize * c_strides.1));
         // SAFETY (both): the column tile has `cols` columns of B and C; B's rows (or the
-        // panel's) have LANES readable values. The two cases call the tile separately: one call
-        // on either B or the panel, as `gemm_avx512` does, had the accumulators spilled here
-        // (`[64, 64] x [64, 64]` 15 µs instead of 6.6, with sgemm's AVX2 kernel at 8).
+        // panel's) have LANES readable values. The two cases call the tile separately: a single
+        // call on either B or the panel had the accumulators spilled here (`[64, 64] x [64, 64]`
+        // 15 µs instead of 6.6, with sgemm's AVX2 kernel at 8).
         if cols == LANES && b.strides.1 == 1 {
             unsafe { column_tile::<2, 6, 8>((m, k), a, b_cols, c_cols, c_strides, cols) };
         } else {
