@@ -58,7 +58,7 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Vec<f3
         // Products split between threads stay on sgemm, which shares them best.
         // SAFETY: as for sgemm below.
         if unsafe { small_gemm::try_run((m, k, n), a_matrix, b_matrix, c, PARALLEL_MACS) } {
-            path = "the direct AVX-512 tile";
+            path = "the direct tile";
         } else {
             // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C
             // is wide (a batch of 128 against 512 features) gives them more rows to share, and

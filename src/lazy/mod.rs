@@ -6,9 +6,9 @@
 //! values ([`LazyBuffer::to_vec`]) or calling [`LazyBuffer::realize`] schedules the graph into
 //! kernels: chains of elementwise operations, through views and into a trailing reduction, run as
 //! one fused pass; matrix products run on `matrixmultiply`, except small ones with a short inner
-//! dimension, which a register-tiled AVX-512 kernel computes without sgemm's packing, to the same
-//! bits. A realized node keeps its buffer and drops its inputs, so graphs do not grow across
-//! training steps.
+//! dimension, which a register-tiled kernel (AVX-512, or AVX2 and FMA) computes without sgemm's
+//! packing, to the same bits. A realized node keeps its buffer and drops its inputs, so graphs
+//! do not grow across training steps.
 //!
 //! Large elementwise kernels, reductions and matrix products are split across a pool of worker
 //! threads, one per extra core (`TEENYGRAD_THREADS=N` sets the count, caller included; `1` turns
