@@ -207,8 +207,12 @@ impl View {
     }
 
     /// Broadcasts size-1 axes, and missing leading axes, to `shape` by giving them stride 0.
+    ///
+    /// Panics if `shape` has fewer axes; the other axes must be equal or 1 here (checked in
+    /// debug builds: [`LazyBuffer::expand`](super::LazyBuffer::expand) checks them always).
     pub fn expand(&self, shape: &[usize]) -> Self {
-        let lift = shape.len() - self.shape.len();
+        let lift = (shape.len().checked_sub(self.shape.len()))
+            .unwrap_or_else(|| panic!("expand {:?} to {shape:?}: the target has fewer axes", self.shape));
         debug_assert!(
             (self.shape.iter().zip(&shape[lift..])).all(|(&from, &to)| from == to || from == 1),
             "expand {:?} to {shape:?}",
@@ -543,6 +547,12 @@ mod tests {
                 assert_eq!(got, want, "{source:?} expanded to {target:?}, element {flat}");
             }
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "expand [2, 3] to [3]: the target has fewer axes")]
+    fn expand_to_fewer_axes_names_both_shapes() {
+        View::contiguous(&[2, 3]).expand(&[3]);
     }
 
     #[test]
