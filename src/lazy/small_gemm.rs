@@ -24,7 +24,7 @@ use std::mem::MaybeUninit;
 /// against 28.8; `[64, 96] x [96, 200]` with B transposed: 22.2 against 19.9).
 const PANEL: usize = 4096;
 
-/// Lanes of one vector (AVX-512, f32).
+/// Lanes of one AVX-512 vector of f32 (and the width of an AVX2 tile: two 8-lane vectors).
 const LANES: usize = 16;
 /// Vectors of C per tile row.
 const VECTORS: usize = 4;
@@ -149,7 +149,7 @@ unsafe fn run_with(isa: Isa, (m, k, n): (usize, usize, usize), a: Matrix, b: Mat
 }
 
 /// Whether a C `width` columns wide is taken at depth `k`: wide enough for the tiles to keep
-/// 16 accumulators, and shallow enough for a column tile's rows of B to fit the panel.
+/// their accumulators busy, and shallow enough for a column tile's rows of B to fit the panel.
 fn fits(k: usize, width: usize) -> bool {
     width >= MIN_COLS && k.saturating_mul(width.min(COLS).next_multiple_of(LANES)) <= PANEL
 }
