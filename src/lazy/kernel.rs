@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
+use super::aligned::AlignedBlock;
 use super::axes::AxisVec;
 use super::gather::{gather, gather_tiled, tiled_axis};
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
@@ -97,7 +98,7 @@ enum LeafAccess<'a> {
     /// Row-major from this buffer position.
     Contiguous(usize),
     /// One value everywhere: a block prefilled once.
-    Broadcast(Vec<f32>),
+    Broadcast(AlignedBlock),
     /// All of it, copied row-major in tiles before the first block (a large transpose).
     Copied(Vec<f32>),
     /// Anything else, gathered per block (the view in iteration order).
@@ -139,7 +140,10 @@ impl FusedKernel {
                     None => Cow::Borrowed(&leaf.view),
                 };
                 if view.strides().iter().all(|&s| s == 0) && view.mask().is_none() && n > 0 {
-                    LeafAccess::Broadcast(vec![leaf.buf[view.offset() as usize]; BLOCK.min(n)])
+                    LeafAccess::Broadcast(AlignedBlock::filled(
+                        BLOCK.min(n),
+                        leaf.buf[view.offset() as usize],
+                    ))
                 } else if view.mask().is_none() && view.has_contiguous_strides() {
                     LeafAccess::Contiguous(view.offset() as usize)
                 } else if let Some(axis) = tiled_axis(&view) {
@@ -240,7 +244,7 @@ impl Plan<'_> {
             gathered: (self.access.iter())
                 .map(|a| match a {
                     LeafAccess::Strided(_) => scratch_block(len),
-                    _ => Vec::new(),
+                    _ => AlignedBlock::default(),
                 })
                 .collect(),
         }
@@ -252,12 +256,29 @@ impl Plan<'_> {
         unsafe {
             fill_output(self.n, |part, offset| {
                 let mut blocks = self.blocks();
-                for (k, dst) in part.chunks_mut(BLOCK).enumerate() {
-                    blocks.compute_into(offset + k * BLOCK, dst);
+                for (start, dst) in line_aligned_blocks(part) {
+                    blocks.compute_into(offset + start, dst);
                 }
             })
         }
     }
+}
+
+/// `part` in blocks of at most [`BLOCK`] values, each with its position in `part`. Blocks after the
+/// first start on a cache line: the first is cut short to reach one. Large buffers share their
+/// offset from a line (the allocator's header), so a kernel's inputs then line up too, and its
+/// vector loads and stores do not straddle lines.
+pub(crate) fn line_aligned_blocks(
+    part: &mut [MaybeUninit<f32>],
+) -> impl Iterator<Item = (usize, &mut [MaybeUninit<f32>])> {
+    let to_line = (part.as_ptr() as usize).wrapping_neg() % 64 / size_of::<f32>();
+    let (head, rest) = part.split_at_mut(to_line.min(part.len()));
+    let head = (!head.is_empty()).then_some((0, head));
+    let rest = rest
+        .chunks_mut(BLOCK)
+        .enumerate()
+        .map(move |(k, block)| (to_line + k * BLOCK, block));
+    head.into_iter().chain(rest)
 }
 
 /// A new output of `n` values, written by `fill(part, offset)` for the parts that tile it
@@ -339,8 +360,8 @@ impl Plan<'_> {
 /// One thread's working state for a plan: a block buffer per live value and per gathered leaf.
 struct Blocks<'p> {
     plan: &'p Plan<'p>,
-    slot_bufs: Vec<Vec<f32>>,
-    gathered: Vec<Vec<f32>>,
+    slot_bufs: Vec<AlignedBlock>,
+    gathered: Vec<AlignedBlock>,
 }
 
 impl Blocks<'_> {
@@ -354,7 +375,7 @@ impl Blocks<'_> {
         if root < leaves {
             self.leaf_block(root, start, len)
         } else {
-            &self.slot_bufs[plan.slots[root].expect("root has a slot")][..len]
+            &self.slot_bufs[plan.slots[root].expect("root has a slot")].values()[..len]
         }
     }
 
@@ -376,9 +397,9 @@ impl Blocks<'_> {
         let leaf = &self.plan.kernel.leaves[v];
         match &self.plan.access[v] {
             LeafAccess::Contiguous(off) => &leaf.buf[off + start..off + start + len],
-            LeafAccess::Broadcast(block) => &block[..len],
+            LeafAccess::Broadcast(block) => &block.values()[..len],
             LeafAccess::Copied(values) => &values[start..start + len],
-            LeafAccess::Strided(_) => &self.gathered[v][..len],
+            LeafAccess::Strided(_) => &self.gathered[v].values()[..len],
         }
     }
 
@@ -389,7 +410,7 @@ impl Blocks<'_> {
         let leaves = kernel.leaves.len();
         for ((scratch, a), leaf) in self.gathered.iter_mut().zip(&plan.access).zip(&kernel.leaves) {
             if let LeafAccess::Strided(view) = a {
-                gather(&leaf.buf, view, start, &mut scratch[..len]);
+                gather(&leaf.buf, view, start, &mut scratch.values_mut()[..len]);
             }
         }
         for (i, instr) in kernel.program.iter().enumerate() {
@@ -401,12 +422,12 @@ impl Blocks<'_> {
                     if v < leaves {
                         this.leaf_block(v, start, len)
                     } else {
-                        &this.slot_bufs[plan.slots[v].expect("values have slots")][..len]
+                        &this.slot_bufs[plan.slots[v].expect("values have slots")].values()[..len]
                     }
                 };
                 match last.as_deref_mut() {
                     Some(dst) if i + 1 == kernel.program.len() => execute(instr, &value, dst),
-                    _ => execute(instr, &value, as_uninit(&mut result[..len])),
+                    _ => execute(instr, &value, as_uninit(&mut result.values_mut()[..len])),
                 }
             }
             self.slot_bufs[target] = result;
@@ -434,27 +455,26 @@ pub(crate) const PARALLEL_CHUNK: usize = 1 << 14;
 thread_local! {
     /// Block buffers of finished kernels, for the next kernel on this thread: every kernel needs a
     /// few of them, and taking them from the allocator each time churns its large-chunk bins.
-    static SCRATCH: std::cell::RefCell<Vec<Vec<f32>>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SCRATCH: std::cell::RefCell<Vec<AlignedBlock>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A zeroed block buffer of `len` values, reused from an earlier kernel when one is free.
-fn scratch_block(len: usize) -> Vec<f32> {
+fn scratch_block(len: usize) -> AlignedBlock {
     let mut buf = SCRATCH
         .try_with(|s| s.borrow_mut().pop())
         .ok()
         .flatten()
         .unwrap_or_default();
-    buf.clear();
-    buf.resize(len, 0.0);
+    buf.refill(len, 0.0);
     buf
 }
 
 /// Keeps up to 64 block buffers for later kernels (the rest are freed).
-fn return_scratch(bufs: impl Iterator<Item = Vec<f32>>) {
+fn return_scratch(bufs: impl Iterator<Item = AlignedBlock>) {
     let _ = SCRATCH.try_with(|s| {
         let mut s = s.borrow_mut();
         let room = 64usize.saturating_sub(s.len());
-        s.extend(bufs.filter(|b| b.capacity() > 0).take(room));
+        s.extend(bufs.filter(AlignedBlock::is_allocated).take(room));
     });
 }
 
@@ -823,6 +843,28 @@ mod tests {
                         a[i]
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn line_aligned_blocks_tile_the_part_in_order() {
+        let mut buf = vec![MaybeUninit::<f32>::uninit(); 3 * BLOCK + 40];
+        for skip in 0..17 {
+            for len in [0, 1, 5, 16, BLOCK, BLOCK + 3, 3 * BLOCK + 20] {
+                let part = &mut buf[skip..skip + len];
+                let base = part.as_ptr() as usize;
+                let mut next = 0;
+                for (k, (start, block)) in line_aligned_blocks(part).enumerate() {
+                    assert_eq!(start, next, "blocks follow each other");
+                    assert!(!block.is_empty() && block.len() <= BLOCK);
+                    assert_eq!(block.as_ptr() as usize, base + 4 * start);
+                    if k > 0 {
+                        assert_eq!(block.as_ptr() as usize % 64, 0, "block {k} starts on a line");
+                    }
+                    next += block.len();
+                }
+                assert_eq!(next, len, "the blocks cover the part");
             }
         }
     }

@@ -32,6 +32,7 @@
 //! assert_eq!(stats::get().kernels, 1, "x*x+1 and the sum ran as one kernel");
 //! ```
 
+mod aligned;
 mod alloc;
 mod axes;
 pub(crate) mod fast_hash;

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::axes::AxisVec;
 use super::fast_hash::{FastMap, FastSet};
-use super::kernel::{BLOCK, FusedKernel, Instr, Leaf, Program, execute, fill_output};
+use super::kernel::{FusedKernel, Instr, Leaf, Program, execute, fill_output, line_aligned_blocks};
 use super::node::{Node, Op, State};
 use super::replay::{KernelPlan, Plans, Signature, Source, Step};
 use super::view::View;
@@ -127,8 +127,8 @@ fn realize_single(root: &LazyBuffer) -> bool {
             drop(state);
             let trace = stats::tracing().then(|| (format!("{program:?} (direct)"), Instant::now()));
             let fill = |part: &mut [MaybeUninit<f32>], offset: usize| {
-                for (k, dst) in part.chunks_mut(BLOCK).enumerate() {
-                    let (start, len) = (offset + k * BLOCK, dst.len());
+                for (start, dst) in line_aligned_blocks(part) {
+                    let (start, len) = (offset + start, dst.len());
                     let value = |v: usize| -> &[f32] {
                         let from = offsets[v] + start;
                         &bufs[v][from..from + len]

@@ -1,0 +1,65 @@
+//! Block buffers aligned to a cache line. A 64-byte vector load or store that straddles two
+//! lines costs about twice one that does not, and `Vec<f32>` is only 16-byte aligned: a kernel's
+//! per-op loops over block buffers ran up to twice as slow as over aligned ones.
+
+/// One cache line of values: the unit an [`AlignedBlock`] is allocated in.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct Line([f32; 16]);
+
+/// A buffer of `len` values starting on a cache-line boundary.
+#[derive(Default)]
+pub(crate) struct AlignedBlock {
+    lines: Vec<Line>,
+    len: usize,
+}
+
+impl AlignedBlock {
+    /// `len` copies of `value`.
+    pub(crate) fn filled(len: usize, value: f32) -> Self {
+        let mut block = AlignedBlock::default();
+        block.refill(len, value);
+        block
+    }
+
+    /// Makes this `len` copies of `value`, keeping the allocation when it is large enough.
+    pub(crate) fn refill(&mut self, len: usize, value: f32) {
+        self.lines.clear();
+        self.lines.resize(len.div_ceil(16), Line([value; 16]));
+        self.len = len;
+    }
+
+    /// Whether it holds an allocation worth keeping for reuse.
+    pub(crate) fn is_allocated(&self) -> bool {
+        self.lines.capacity() > 0
+    }
+
+    pub(crate) fn values(&self) -> &[f32] {
+        // SAFETY: `Line` is 16 `f32`s with no padding (`repr(C)`, size 64), so the lines are
+        // `16 · lines.len() >= len` contiguous initialized values.
+        unsafe { std::slice::from_raw_parts(self.lines.as_ptr().cast(), self.len) }
+    }
+
+    pub(crate) fn values_mut(&mut self) -> &mut [f32] {
+        // SAFETY: as in `values`, and the borrow is unique.
+        unsafe { std::slice::from_raw_parts_mut(self.lines.as_mut_ptr().cast(), self.len) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_start_on_a_cache_line_and_have_the_asked_length() {
+        for len in [0, 1, 15, 16, 17, 512] {
+            let mut block = AlignedBlock::filled(len, 2.5);
+            assert_eq!(block.values().len(), len);
+            assert!(block.values().iter().all(|&v| v == 2.5));
+            assert_eq!(block.values().as_ptr() as usize % 64, 0);
+            block.values_mut().fill(1.0);
+            block.refill(len / 2, 0.0);
+            assert_eq!(block.values(), vec![0.0; len / 2]);
+        }
+    }
+}
