@@ -558,6 +558,7 @@ unsafe fn execute_avx512<'a>(
 ) {
     match *instr {
         Instr::Unary(op @ (UnaryOp::Exp | UnaryOp::Sigmoid), a) => exp_or_sigmoid_avx512(op, value(a), out),
+        Instr::Unary(UnaryOp::Sqrt, a) => sqrt_avx512(value(a), out),
         _ => execute_portable(instr, value, out),
     }
 }
@@ -586,6 +587,25 @@ fn exp_or_sigmoid_avx512(op: UnaryOp, a: &[f32], out: &mut [MaybeUninit<f32>]) {
         unsafe { _mm512_storeu_ps(o.as_mut_ptr().cast(), y) };
     }
     map1(outs.into_remainder(), ins.remainder(), |x| unary_f32(op, x));
+}
+
+/// `sqrt` 16 lanes at a time with [`math::sqrt_avx512`] (bit-identical to IEEE `sqrt`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn sqrt_avx512(a: &[f32], out: &mut [MaybeUninit<f32>]) {
+    use std::arch::x86_64::*;
+    let mut outs = out.chunks_exact_mut(16);
+    let mut ins = a.chunks_exact(16);
+    for (o, x) in (&mut outs).zip(&mut ins) {
+        // SAFETY: both chunks hold 16 values, and `MaybeUninit<f32>` has `f32`'s layout.
+        unsafe {
+            _mm512_storeu_ps(
+                o.as_mut_ptr().cast(),
+                math::sqrt_avx512(_mm512_loadu_ps(x.as_ptr())),
+            )
+        };
+    }
+    map1(outs.into_remainder(), ins.remainder(), f32::sqrt);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -763,8 +783,8 @@ mod tests {
 
     #[test]
     fn every_execute_version_matches_the_scalar_semantics_bit_for_bit() {
-        // Each instruction-set version this CPU can run (hand-written AVX-512 lanes for exp and
-        // sigmoid, the AVX2 + FMA build, the baseline build) must give the scalar function's
+        // Each instruction-set version this CPU can run (hand-written AVX-512 lanes for exp,
+        // sigmoid and sqrt, the AVX2 + FMA build, the baseline build) must give the scalar function's
         // bits, which the test computes in a baseline build (libm's fmaf for the fused
         // multiply-adds). Inputs: IEEE specials, every binade of both signs, and a ramp; the
         // length leaves a tail after whole 16-lane chunks.

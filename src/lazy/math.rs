@@ -80,6 +80,38 @@ pub(crate) fn exp_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m
     _mm512_scalef_ps(e, n)
 }
 
+/// Inputs at least this large take [`sqrt_avx512`]'s fast path: below it, `x - s²` for the
+/// estimate `s` is subnormal and rounds too coarsely for the correction step.
+#[cfg(target_arch = "x86_64")]
+const SQRT_FAST_MIN: f32 = 7.888_609e-31; // 2^-100
+
+/// `√x` over 16 lanes with AVX-512F, bit-identical to IEEE `sqrt` (`vsqrtps`), in about half its
+/// time here: `vsqrtps` on 16 lanes takes 12 cycles on this CPU and keeps its own unit busy,
+/// while this is an estimate and five fused multiply-adds. `vrsqrt14ps`' estimate `y` (14 bits)
+/// gives `s = x·y ≈ √x` and `h = y/2 ≈ 1/(2√x)`; one Goldschmidt step refines both, and `s + (x -
+/// s²)·h`, whose remainder the FMA computes exactly, rounds correctly. Checked offline over every
+/// f32 from 2^-100 to the largest finite value; lanes outside (smaller, subnormal, zero, negative,
+/// infinite, NaN) are computed by `vsqrtps` itself.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn sqrt_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let half = _mm512_set1_ps(0.5);
+    let y = _mm512_rsqrt14_ps(x);
+    let (s, h) = (_mm512_mul_ps(x, y), _mm512_mul_ps(half, y));
+    let e = _mm512_fnmadd_ps(s, h, half);
+    let (s, h) = (_mm512_fmadd_ps(s, e, s), _mm512_fmadd_ps(h, e, h));
+    let s = _mm512_fmadd_ps(_mm512_fnmadd_ps(s, s, x), h, s);
+    // Ordered comparisons: a NaN lane is not in range.
+    let in_range = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, _mm512_set1_ps(SQRT_FAST_MIN))
+        & _mm512_cmp_ps_mask::<_CMP_LE_OQ>(x, _mm512_set1_ps(f32::MAX));
+    if in_range == 0xFFFF {
+        s
+    } else {
+        _mm512_mask_sqrt_ps(s, !in_range, x)
+    }
+}
+
 /// The natural logarithm, within 0.87 ulp (worst found: 0.862). `x = 2^k · m` with `m` in [√½, √2)
 /// read from the bits (subnormals scaled up by 2^24 first), then `ln m = f - f²/2 + f³·P(f)` for `f
 /// = m - 1` with Cephes' degree-8 `P`, and `k · ln 2` added in two parts. `log(0) = -inf`,
@@ -273,6 +305,57 @@ mod tests {
         }
         lanes.resize(16, 1.0);
         check(&mut lanes);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sqrt_avx512_matches_ieee_sqrt_bit_for_bit() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        let check = |xs: &[f32]| {
+            let mut got = [0f32; 16];
+            // SAFETY: AVX-512F is available (checked above); both pointers cover 16 f32.
+            unsafe {
+                use std::arch::x86_64::*;
+                _mm512_storeu_ps(got.as_mut_ptr(), sqrt_avx512(_mm512_loadu_ps(xs.as_ptr())));
+            }
+            for (&x, g) in xs.iter().zip(got) {
+                assert_eq!(g.to_bits(), x.sqrt().to_bits(), "sqrt({x:e})");
+            }
+        };
+        // Every special kind in one vector, and each alone among in-range lanes.
+        let specials = [
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            -1.0,
+            f32::from_bits(1),
+            f32::MIN_POSITIVE,
+            SQRT_FAST_MIN,
+            f32::from_bits(SQRT_FAST_MIN.to_bits() - 1),
+            f32::MAX,
+            1.0,
+            2.0,
+            4.0,
+            0.25,
+        ];
+        check(&specials);
+        for special in specials {
+            let mut xs = [3.0f32; 16];
+            xs[7] = special;
+            check(&xs);
+        }
+        // Every input in the two binades above the threshold (where the remainder is smallest
+        // and an error would show first), and every 997th bit pattern of both signs.
+        let low = SQRT_FAST_MIN.to_bits()..SQRT_FAST_MIN.to_bits() + (2 << 23);
+        let bits: Vec<u32> = low.chain((0..=u32::MAX).step_by(997)).collect();
+        for chunk in bits.chunks_exact(16) {
+            check(&chunk.iter().map(|&b| f32::from_bits(b)).collect::<Vec<_>>());
+        }
     }
 
     #[test]
