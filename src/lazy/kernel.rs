@@ -416,19 +416,16 @@ impl Blocks<'_> {
         for (i, instr) in kernel.program.iter().enumerate() {
             let target = plan.slots[leaves + i].expect("instructions have slots");
             let mut result = std::mem::take(&mut self.slot_bufs[target]);
-            {
-                let this = &*self;
-                let value = |v: usize| -> &[f32] {
-                    if v < leaves {
-                        this.leaf_block(v, start, len)
-                    } else {
-                        &this.slot_bufs[plan.slots[v].expect("values have slots")].values()[..len]
-                    }
-                };
-                match last.as_deref_mut() {
-                    Some(dst) if i + 1 == kernel.program.len() => execute(instr, &value, dst),
-                    _ => execute(instr, &value, as_uninit(&mut result.values_mut()[..len])),
+            let operands = operands(instr, |v| {
+                if v < leaves {
+                    self.leaf_block(v, start, len)
+                } else {
+                    &self.slot_bufs[plan.slots[v].expect("values have slots")].values()[..len]
                 }
+            });
+            match last.as_deref_mut() {
+                Some(dst) if i + 1 == kernel.program.len() => execute(instr, &operands, dst),
+                _ => execute(instr, &operands, as_uninit(&mut result.values_mut()[..len])),
             }
             self.slot_bufs[target] = result;
         }
@@ -525,13 +522,28 @@ fn map2(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: impl Fn(f32, f32)
     }
 }
 
+/// An instruction's operand values, in order (unused entries empty).
+pub(crate) type Operands<'a> = [&'a [f32]; 3];
+
+/// `instr`'s operands, looked up once: `value(v)` is value `v` over the block.
+#[inline(always)]
+pub(crate) fn operands<'a>(instr: &Instr, value: impl Fn(usize) -> &'a [f32]) -> Operands<'a> {
+    match *instr {
+        Instr::Unary(_, a) => [value(a), &[], &[]],
+        Instr::Binary(_, a, b) => [value(a), value(b), &[]],
+        Instr::Where(c, a, b) => [value(c), value(a), value(b)],
+    }
+}
+
 /// Runs one instruction over a block, writing every element of `out` (each operand is as long),
 /// with AVX-512 or AVX2 + FMA where the CPU has them (detected at run time). The versions round
 /// identically: the compiler never fuses operations, and the math functions' explicit fused
 /// multiply-adds round once on every version (see `math`).
-pub(crate) fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [MaybeUninit<f32>]) {
+pub(crate) fn execute(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f32>]) {
     debug_assert!(
-        (instr.operands().0[..instr.operands().1].iter()).all(|&v| value(v).len() == out.len()),
+        operands[..instr.operands().1]
+            .iter()
+            .all(|v| v.len() == out.len()),
         "every operand of {instr:?} must cover the {} outputs",
         out.len()
     );
@@ -539,27 +551,25 @@ pub(crate) fn execute<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], ou
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU supports AVX-512F, checked just above.
-            return unsafe { execute_avx512(instr, value, out) };
+            return unsafe { execute_avx512(instr, operands, out) };
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-            return unsafe { execute_avx2(instr, value, out) };
+            return unsafe { execute_avx2(instr, operands, out) };
         }
     }
-    execute_portable(instr, value, out)
+    execute_portable(instr, operands, out)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn execute_avx512<'a>(
-    instr: &Instr,
-    value: &impl Fn(usize) -> &'a [f32],
-    out: &mut [MaybeUninit<f32>],
-) {
+unsafe fn execute_avx512(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f32>]) {
     match *instr {
-        Instr::Unary(op @ (UnaryOp::Exp | UnaryOp::Sigmoid), a) => exp_or_sigmoid_avx512(op, value(a), out),
-        Instr::Unary(UnaryOp::Sqrt, a) => sqrt_avx512(value(a), out),
-        _ => execute_portable(instr, value, out),
+        Instr::Unary(op @ (UnaryOp::Exp | UnaryOp::Sigmoid), _) => {
+            exp_or_sigmoid_avx512(op, operands[0], out)
+        }
+        Instr::Unary(UnaryOp::Sqrt, _) => sqrt_avx512(operands[0], out),
+        _ => execute_portable(instr, operands, out),
     }
 }
 
@@ -610,13 +620,14 @@ fn sqrt_avx512(a: &[f32], out: &mut [MaybeUninit<f32>]) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn execute_avx2<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [MaybeUninit<f32>]) {
-    execute_portable(instr, value, out)
+unsafe fn execute_avx2(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f32>]) {
+    execute_portable(instr, operands, out)
 }
 
 /// Each operation gets its own loop so the compiler can vectorize it.
 #[inline(always)]
-fn execute_portable<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out: &mut [MaybeUninit<f32>]) {
+fn execute_portable(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f32>]) {
+    let [a, b, _] = *operands;
     macro_rules! unary {
         ($a:expr, $($op:ident),*) => {
             match instr {
@@ -634,39 +645,15 @@ fn execute_portable<'a>(instr: &Instr, value: &impl Fn(usize) -> &'a [f32], out:
         };
     }
     match *instr {
-        Instr::Unary(_, a) => unary!(
-            value(a),
-            Neg,
-            Exp,
-            Log,
-            Sqrt,
-            Recip,
-            Sin,
-            Cos,
-            Abs,
-            Tanh,
-            Sigmoid,
-            Relu,
-            Erf
+        Instr::Unary(..) => unary!(
+            a, Neg, Exp, Log, Sqrt, Recip, Sin, Cos, Abs, Tanh, Sigmoid, Relu, Erf
         ),
-        Instr::Binary(_, a, b) => {
-            binary!(
-                value(a),
-                value(b),
-                Add,
-                Sub,
-                Mul,
-                Div,
-                Max,
-                Min,
-                Pow,
-                CmpLt,
-                CmpLe,
-                CmpEq
-            )
+        Instr::Binary(..) => {
+            binary!(a, b, Add, Sub, Mul, Div, Max, Min, Pow, CmpLt, CmpLe, CmpEq)
         }
-        Instr::Where(c, a, b) => {
-            for (((o, &c), &x), &y) in out.iter_mut().zip(value(c)).zip(value(a)).zip(value(b)) {
+        Instr::Where(..) => {
+            let [condition, chosen, otherwise] = *operands;
+            for (((o, &c), &x), &y) in out.iter_mut().zip(condition).zip(chosen).zip(otherwise) {
                 o.write(if c != 0.0 { x } else { y });
             }
         }
@@ -831,15 +818,16 @@ mod tests {
         }
         for version in versions {
             for instr in &instrs {
+                let operands = operands(instr, value);
                 let mut out = vec![MaybeUninit::uninit(); a.len()];
                 match version {
-                    "baseline" => execute_portable(instr, &value, &mut out),
-                    "dispatched" => execute(instr, &value, &mut out),
+                    "baseline" => execute_portable(instr, &operands, &mut out),
+                    "dispatched" => execute(instr, &operands, &mut out),
                     // SAFETY: each version was listed only if the CPU has its features.
                     #[cfg(target_arch = "x86_64")]
-                    "avx512" => unsafe { execute_avx512(instr, &value, &mut out) },
+                    "avx512" => unsafe { execute_avx512(instr, &operands, &mut out) },
                     #[cfg(target_arch = "x86_64")]
-                    "avx2" => unsafe { execute_avx2(instr, &value, &mut out) },
+                    "avx2" => unsafe { execute_avx2(instr, &operands, &mut out) },
                     _ => unreachable!(),
                 }
                 for (i, o) in out.iter().enumerate() {

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::axes::AxisVec;
 use super::fast_hash::{FastMap, FastSet};
-use super::kernel::{FusedKernel, Instr, Leaf, Program, execute, fill_output, line_aligned_blocks};
+use super::kernel::{FusedKernel, Instr, Leaf, Program, execute, fill_output, line_aligned_blocks, operands};
 use super::node::{Node, Op, State};
 use super::replay::{KernelPlan, Plans, Signature, Source, Step};
 use super::view::View;
@@ -133,7 +133,7 @@ fn realize_single(root: &LazyBuffer) -> bool {
                         let from = offsets[v] + start;
                         &bufs[v][from..from + len]
                     };
-                    execute(&program, &value, dst);
+                    execute(&program, &operands(&program, value), dst);
                 }
             };
             // SAFETY: `execute` writes every element of each block.
