@@ -455,14 +455,15 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<AlignedBlock>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A zeroed block buffer of `len` values, reused from an earlier kernel when one is free.
+/// A block buffer of `len` values for a writer that sets them all, reused from an earlier kernel
+/// when one is free.
 fn scratch_block(len: usize) -> AlignedBlock {
     let mut buf = SCRATCH
         .try_with(|s| s.borrow_mut().pop())
         .ok()
         .flatten()
         .unwrap_or_default();
-    buf.refill(len, 0.0);
+    buf.set_len_for_writing(len);
     buf
 }
 
