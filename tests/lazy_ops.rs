@@ -140,6 +140,11 @@ fn views(rng: &mut StdRng, shape: &[usize], values: Values) -> Vec<(&'static str
         .collect();
     out.push(("expanded", leaf(rng, &narrow, values).expand(shape)));
 
+    // One row repeated over every leading axis, as a bias over a batch (rank lifted by expand).
+    if let Some(&row) = shape.last() {
+        out.push(("row repeated", leaf(rng, &[row], values).expand(shape)));
+    }
+
     // All at once: permuted storage, padded by one on each side, then a window that keeps the
     // leading pad row and drops the trailing ones (mask, negative offset, reversed strides).
     let grown: Vec<usize> = shape.iter().map(|&d| d + 1).collect();
@@ -291,6 +296,23 @@ fn elementwise_ops_large_enough_to_split_across_threads() {
         check_exact(
             &format!("max({name} + 1, leaf)"),
             &x.add(&one).binary(BinaryOp::Max, &y),
+        );
+    }
+}
+
+#[test]
+fn rows_repeated_over_many_blocks() {
+    // A bias-like row broadcast over a batch, over several kernel blocks: periods that divide the
+    // 512-element block, that do not, and that equal it; the output's first block may be cut
+    // short to reach a cache line, so blocks start anywhere within a period.
+    let mut rng = rng(15);
+    for shape in [[37, 100], [9, 512], [40, 64], [3, 7]] {
+        let x = leaf(&mut rng, &shape, Values::Uniform(-3.0, 3.0));
+        let row = leaf(&mut rng, &shape[1..], Values::Uniform(-3.0, 3.0)).expand(&shape);
+        check_exact(&format!("x + row {shape:?}"), &x.add(&row));
+        check_exact(
+            &format!("max(x, row) * row {shape:?}"),
+            &x.binary(BinaryOp::Max, &row).mul(&row),
         );
     }
 }

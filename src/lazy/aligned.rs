@@ -15,20 +15,6 @@ pub(crate) struct AlignedBlock {
 }
 
 impl AlignedBlock {
-    /// `len` copies of `value`.
-    pub(crate) fn filled(len: usize, value: f32) -> Self {
-        let mut block = AlignedBlock::default();
-        block.refill(len, value);
-        block
-    }
-
-    /// Makes this `len` copies of `value`, keeping the allocation when it is large enough.
-    pub(crate) fn refill(&mut self, len: usize, value: f32) {
-        self.lines.clear();
-        self.lines.resize(len.div_ceil(16), Line([value; 16]));
-        self.len = len;
-    }
-
     /// Makes this `len` values long for a writer that sets all of them: the values it keeps are
     /// whatever an earlier user left (initialized, but meaningless), and only new lines are
     /// zeroed. A kernel takes a few block buffers per run, and zeroing 2 KiB each was measurable
@@ -60,18 +46,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn values_start_on_a_cache_line_and_have_the_asked_length() {
-        for len in [0, 1, 15, 16, 17, 512] {
-            let mut block = AlignedBlock::filled(len, 2.5);
+    fn values_start_on_a_cache_line_and_keep_their_length() {
+        let mut block = AlignedBlock::default();
+        for len in [0, 1, 15, 16, 17, 512, 3, 600] {
+            block.set_len_for_writing(len);
             assert_eq!(block.values().len(), len);
-            assert!(block.values().iter().all(|&v| v == 2.5));
             assert_eq!(block.values().as_ptr() as usize % 64, 0);
-            block.values_mut().fill(1.0);
-            block.refill(len / 2, 0.0);
-            assert_eq!(block.values(), vec![0.0; len / 2]);
-            block.set_len_for_writing(len + 20);
-            assert_eq!(block.values().len(), len + 20);
-            assert_eq!(block.values().as_ptr() as usize % 64, 0);
+            block.values_mut().fill(len as f32);
+            assert!(block.values().iter().all(|&v| v == len as f32));
         }
+        assert!(block.is_allocated());
     }
 }

@@ -97,8 +97,9 @@ pub(crate) struct FusedKernel {
 enum LeafAccess<'a> {
     /// Row-major from this buffer position.
     Contiguous(usize),
-    /// One value everywhere: a block prefilled once.
-    Broadcast(AlignedBlock),
+    /// Values repeating with a short period (one value, a bias row over a batch): the period
+    /// tiled once over a block and a period more, so block `start` reads from `start % period`.
+    Periodic { tile: AlignedBlock, period: usize },
     /// All of it, copied row-major in tiles before the first block (a large transpose).
     Copied(Vec<f32>),
     /// Anything else, gathered per block (the view in iteration order).
@@ -139,13 +140,14 @@ impl FusedKernel {
                     Some(order) => Cow::Owned(leaf.view.permute(order)),
                     None => Cow::Borrowed(&leaf.view),
                 };
-                if view.strides().iter().all(|&s| s == 0) && view.mask().is_none() && n > 0 {
-                    LeafAccess::Broadcast(AlignedBlock::filled(
-                        BLOCK.min(n),
-                        leaf.buf[view.offset() as usize],
-                    ))
-                } else if view.mask().is_none() && view.has_contiguous_strides() {
+                if view.mask().is_none() && view.has_contiguous_strides() {
                     LeafAccess::Contiguous(view.offset() as usize)
+                } else if let Some(period) = view.repeating_period().filter(|&p| p <= BLOCK && n > 0) {
+                    let row = &leaf.buf[view.offset() as usize..][..period];
+                    LeafAccess::Periodic {
+                        tile: repeated(row, period - 1 + BLOCK.min(n)),
+                        period,
+                    }
                 } else if let Some(axis) = tiled_axis(&view) {
                     LeafAccess::Copied(gather_tiled(&leaf.buf, &view, axis))
                 } else {
@@ -223,11 +225,14 @@ struct Plan<'k> {
 }
 
 impl Drop for Plan<'_> {
-    /// Gives tiled copies back to the output pool, for the next kernel's.
+    /// Gives tiled copies back to the output pool and repeated rows to the block pool, for the
+    /// next kernel.
     fn drop(&mut self) {
         for access in self.access.drain(..) {
-            if let LeafAccess::Copied(values) = access {
-                alloc::recycle(Arc::new(values));
+            match access {
+                LeafAccess::Copied(values) => alloc::recycle(Arc::new(values)),
+                LeafAccess::Periodic { tile, .. } => return_scratch(std::iter::once(tile)),
+                _ => {}
             }
         }
     }
@@ -397,7 +402,7 @@ impl Blocks<'_> {
         let leaf = &self.plan.kernel.leaves[v];
         match &self.plan.access[v] {
             LeafAccess::Contiguous(off) => &leaf.buf[off + start..off + start + len],
-            LeafAccess::Broadcast(block) => &block.values()[..len],
+            LeafAccess::Periodic { tile, period } => &tile.values()[start % period..][..len],
             LeafAccess::Copied(values) => &values[start..start + len],
             LeafAccess::Strided(_) => &self.gathered[v].values()[..len],
         }
@@ -465,6 +470,20 @@ fn scratch_block(len: usize) -> AlignedBlock {
         .unwrap_or_default();
     buf.set_len_for_writing(len);
     buf
+}
+
+/// `row` repeated to `len` values, in a block buffer: copies that double what is filled.
+fn repeated(row: &[f32], len: usize) -> AlignedBlock {
+    let mut tile = scratch_block(len);
+    let values = tile.values_mut();
+    let mut filled = row.len().min(len);
+    values[..filled].copy_from_slice(&row[..filled]);
+    while filled < len {
+        let more = filled.min(len - filled);
+        values.copy_within(..more, filled);
+        filled += more;
+    }
+    tile
 }
 
 /// Keeps up to 64 block buffers for later kernels (the rest are freed).

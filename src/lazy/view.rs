@@ -102,6 +102,30 @@ impl View {
         true
     }
 
+    /// If row-major element `i` sits at `offset + i % period` for some `period` (inner axes
+    /// row-major over `period` values, outer axes broadcast, no mask), the least such period: 1
+    /// for one value everywhere, the element count for a contiguous view. A bias broadcast over a
+    /// batch repeats with the period of one row.
+    pub fn repeating_period(&self) -> Option<usize> {
+        if self.mask.is_some() {
+            return None;
+        }
+        // Inner axes laid out row-major...
+        let (mut inner, mut period) = (self.shape.len(), 1usize);
+        while inner > 0 {
+            let (d, s) = (self.shape[inner - 1], self.strides[inner - 1]);
+            if d > 1 && s != period as isize {
+                break;
+            }
+            period *= d.max(1);
+            inner -= 1;
+        }
+        // ...and every outer axis broadcast.
+        (0..inner)
+            .all(|a| self.shape[a] <= 1 || self.strides[a] == 0)
+            .then_some(period)
+    }
+
     /// If every unmasked element sits at `offset + linear_index * step` for one `step`, that step.
     fn linear_step(&self) -> Option<isize> {
         if self.mask.is_some() {
@@ -481,6 +505,30 @@ mod tests {
             v.reshape(&[3, 1, 2]).is_some(),
             "adding a unit axis needs no copy"
         );
+    }
+
+    #[test]
+    fn repeating_period_matches_the_positions() {
+        let row = View::contiguous(&[1, 4]);
+        let cases = [
+            (row.expand(&[3, 4]), Some(4)),                          // a bias over a batch
+            (View::contiguous(&[4]).expand(&[2, 3, 4]), Some(4)),    // lifted and broadcast twice
+            (View::contiguous(&[1]).expand(&[5, 2]), Some(1)),       // one value
+            (View::contiguous(&[2, 3]), Some(6)),                    // contiguous
+            (View::contiguous(&[3, 1]).expand(&[3, 2]), None),       // a column: repeats within rows
+            (View::contiguous(&[2, 3]).permute(&[1, 0]), None),      // transposed
+            (View::contiguous(&[8]).shrink(&[(1, 5)]), Some(4)),     // offset
+            (View::contiguous(&[3]).pad(&[(1, 0)]), None),           // masked
+            (View::contiguous(&[2, 1, 4]).expand(&[2, 3, 4]), None), // broadcast between
+        ];
+        for (view, want) in cases {
+            assert_eq!(view.repeating_period(), want, "{view:?}");
+            if let Some(p) = want {
+                for (i, pos) in view.positions().into_iter().enumerate() {
+                    assert_eq!(pos, Some(view.offset() + (i % p) as isize), "{view:?} at {i}");
+                }
+            }
+        }
     }
 
     #[test]
