@@ -358,6 +358,31 @@ mod tests {
         }
     }
 
+    /// The exhaustive form of the test above, over all 2^32 bit patterns (12 s in a release
+    /// build here): `cargo test --release --lib sqrt_avx512_over_every_f32 -- --ignored`.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[ignore = "exhaustive; run by hand"]
+    fn sqrt_avx512_over_every_f32() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        let (mut got, mut xs) = ([0f32; 16], [0f32; 16]);
+        for high in 0..=(u32::MAX >> 4) {
+            for (lane, x) in xs.iter_mut().enumerate() {
+                *x = f32::from_bits(high << 4 | lane as u32);
+            }
+            // SAFETY: AVX-512F is available (checked above); both pointers cover 16 f32.
+            unsafe {
+                use std::arch::x86_64::*;
+                _mm512_storeu_ps(got.as_mut_ptr(), sqrt_avx512(_mm512_loadu_ps(xs.as_ptr())));
+            }
+            for (&x, g) in xs.iter().zip(got) {
+                assert_eq!(g.to_bits(), x.sqrt().to_bits(), "sqrt({x:e})");
+            }
+        }
+    }
+
     #[test]
     fn erf_within_its_bound() {
         // Tables (DLMF 7.2, 16 digits) check the f64 reference; the f32 form is within A&S's
