@@ -49,13 +49,36 @@ fn row_major(shape: &[usize]) -> AxisVec<isize> {
 
 impl View {
     /// The row-major view of a fresh buffer of `shape`.
+    ///
+    /// Every new node gets one, and a training step's shapes recur, so each thread keeps the
+    /// last view it made in each of 64 slots (by a hash of the shape) and hands out shared copies
+    /// of it: 47 of a small training step's 308 allocations were these views. A shared view is
+    /// copied before it is changed (see `DerefMut`).
     pub fn contiguous(shape: &[usize]) -> Self {
-        View(Arc::new(ViewData {
-            shape: AxisVec::from_slice(shape),
-            strides: row_major(shape),
-            offset: 0,
-            mask: None,
-        }))
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        thread_local! {
+            static RECENT: std::cell::RefCell<[Option<View>; 64]> =
+                const { std::cell::RefCell::new([const { None }; 64]) };
+        }
+        let fresh = || {
+            View(Arc::new(ViewData {
+                shape: AxisVec::from_slice(shape),
+                strides: row_major(shape),
+                offset: 0,
+                mask: None,
+            }))
+        };
+        let slot =
+            BuildHasherDefault::<super::fast_hash::FastHasher>::default().hash_one(shape) as usize % 64;
+        RECENT
+            .try_with(|recent| {
+                let mut recent = recent.borrow_mut();
+                match &recent[slot] {
+                    Some(view) if view.shape() == shape => view.clone(),
+                    _ => recent[slot].insert(fresh()).clone(),
+                }
+            })
+            .unwrap_or_else(|_| fresh())
     }
 
     /// The logical shape.
