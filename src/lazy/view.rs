@@ -568,6 +568,28 @@ mod tests {
     }
 
     #[test]
+    fn contiguous_views_are_shared_and_copied_before_a_change() {
+        let a = View::contiguous(&[2, 3]);
+        assert!(
+            Arc::ptr_eq(&a.0, &View::contiguous(&[2, 3]).0),
+            "a recent shape is shared"
+        );
+        // shrink and pad change a copy of the fields (DerefMut), never the shared ones.
+        let shrunk = a.shrink(&[(1, 2), (0, 3)]);
+        let padded = a.pad(&[(1, 0), (0, 1)]);
+        assert_eq!((shrunk.offset(), shrunk.shape()), (3, &[1, 3][..]));
+        assert_eq!(padded.shape(), &[3, 4]);
+        let again = View::contiguous(&[2, 3]);
+        assert!(again.is_contiguous() && again.shape() == [2, 3] && again.mask().is_none());
+        // Shapes of any rank still get their own row-major strides.
+        for shape in [&[][..], &[0], &[5], &[3, 1, 4], &[2, 2, 2, 2, 2, 2, 2]] {
+            let v = View::contiguous(shape);
+            assert_eq!(v.shape(), shape);
+            assert!(v.is_contiguous());
+        }
+    }
+
+    #[test]
     fn pad_and_shrink_masks() {
         let v = View::contiguous(&[3]).pad(&[(1, 2)]);
         assert_eq!(v.shape(), &[6]);
