@@ -585,57 +585,48 @@ pub(crate) fn execute(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit
 #[target_feature(enable = "avx512f")]
 unsafe fn execute_avx512(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f32>]) {
     match *instr {
-        Instr::Unary(op @ (UnaryOp::Exp | UnaryOp::Sigmoid), _) => {
-            exp_or_sigmoid_avx512(op, operands[0], out)
-        }
-        Instr::Unary(UnaryOp::Sqrt, _) => sqrt_avx512(operands[0], out),
+        // Hand-written lanes where the compiler cannot vectorize the scalar form as well; each
+        // is bit-identical to it (see `math`).
+        Instr::Unary(op @ UnaryOp::Exp, _) => unary_avx512(op, operands[0], out, |x| math::exp_avx512(x)),
+        Instr::Unary(op @ UnaryOp::Sigmoid, _) => unary_avx512(op, operands[0], out, |x| sigmoid_avx512(x)),
+        Instr::Unary(op @ UnaryOp::Sqrt, _) => unary_avx512(op, operands[0], out, |x| math::sqrt_avx512(x)),
         _ => execute_portable(instr, operands, out),
     }
 }
 
-/// `exp` or `sigmoid` 16 lanes at a time with [`math::exp_avx512`] (bit-identical to the scalar
-/// forms, which finish the tail).
+/// A unary op 16 lanes at a time with AVX-512: `lanes` on each whole chunk, `unary_f32` (which
+/// `lanes` must match bit for bit) on the tail.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn exp_or_sigmoid_avx512(op: UnaryOp, a: &[f32], out: &mut [MaybeUninit<f32>]) {
+#[inline]
+fn unary_avx512(
+    op: UnaryOp,
+    a: &[f32],
+    out: &mut [MaybeUninit<f32>],
+    lanes: impl Fn(std::arch::x86_64::__m512) -> std::arch::x86_64::__m512,
+) {
     use std::arch::x86_64::*;
     let mut outs = out.chunks_exact_mut(16);
     let mut ins = a.chunks_exact(16);
     for (o, x) in (&mut outs).zip(&mut ins) {
         // SAFETY: both chunks hold 16 values, and `MaybeUninit<f32>` has `f32`'s layout.
-        let x = unsafe { _mm512_loadu_ps(x.as_ptr()) };
-        let y = if op == UnaryOp::Exp {
-            math::exp_avx512(x)
-        } else {
-            // 1 / (1 + e^-x), with -x by flipping the sign bit as scalar negation does.
-            let sign = _mm512_set1_epi32(i32::MIN);
-            let minus_x = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(x), sign));
-            let one = _mm512_set1_ps(1.0);
-            _mm512_div_ps(one, _mm512_add_ps(one, math::exp_avx512(minus_x)))
-        };
-        // SAFETY: as above.
-        unsafe { _mm512_storeu_ps(o.as_mut_ptr().cast(), y) };
+        unsafe { _mm512_storeu_ps(o.as_mut_ptr().cast(), lanes(_mm512_loadu_ps(x.as_ptr()))) };
     }
     map1(outs.into_remainder(), ins.remainder(), |x| unary_f32(op, x));
 }
 
-/// `sqrt` 16 lanes at a time with [`math::sqrt_avx512`] (bit-identical to IEEE `sqrt`).
+/// `sigmoid` over 16 lanes with [`math::exp_avx512`]: `1 / (1 + e^-x)`, with `-x` by flipping
+/// the sign bit as scalar negation does.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn sqrt_avx512(a: &[f32], out: &mut [MaybeUninit<f32>]) {
+fn sigmoid_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
     use std::arch::x86_64::*;
-    let mut outs = out.chunks_exact_mut(16);
-    let mut ins = a.chunks_exact(16);
-    for (o, x) in (&mut outs).zip(&mut ins) {
-        // SAFETY: both chunks hold 16 values, and `MaybeUninit<f32>` has `f32`'s layout.
-        unsafe {
-            _mm512_storeu_ps(
-                o.as_mut_ptr().cast(),
-                math::sqrt_avx512(_mm512_loadu_ps(x.as_ptr())),
-            )
-        };
-    }
-    map1(outs.into_remainder(), ins.remainder(), f32::sqrt);
+    let minus_x = _mm512_castsi512_ps(_mm512_xor_si512(
+        _mm512_castps_si512(x),
+        _mm512_set1_epi32(i32::MIN),
+    ));
+    let one = _mm512_set1_ps(1.0);
+    _mm512_div_ps(one, _mm512_add_ps(one, math::exp_avx512(minus_x)))
 }
 
 #[cfg(target_arch = "x86_64")]
