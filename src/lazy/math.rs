@@ -262,6 +262,18 @@ mod tests {
         assert_eq!(exp_f32(-95.0), (-95f64).exp() as f32);
     }
 
+    /// `f` on 16 values.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    fn on_lanes(xs: &[f32], f: impl Fn(std::arch::x86_64::__m512) -> std::arch::x86_64::__m512) -> [f32; 16] {
+        use std::arch::x86_64::*;
+        assert_eq!(xs.len(), 16);
+        let mut got = [0f32; 16];
+        // SAFETY: both pointers cover 16 f32.
+        unsafe { _mm512_storeu_ps(got.as_mut_ptr(), f(_mm512_loadu_ps(xs.as_ptr()))) };
+        got
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn exp_avx512_matches_exp_f32_bit_for_bit() {
@@ -270,13 +282,8 @@ mod tests {
         }
         let mut lanes = Vec::with_capacity(16);
         let check = |lanes: &mut Vec<f32>| {
-            let mut got = [0f32; 16];
-            // SAFETY: AVX-512F is available (checked above); both pointers cover 16 f32.
-            unsafe {
-                use std::arch::x86_64::*;
-                let v = _mm512_loadu_ps(lanes.as_ptr());
-                _mm512_storeu_ps(got.as_mut_ptr(), exp_avx512(v));
-            }
+            // SAFETY: AVX-512F is available (checked above).
+            let got = unsafe { on_lanes(lanes, |x| exp_avx512(x)) };
             for (&x, g) in lanes.iter().zip(got) {
                 let want = exp_f32(x);
                 assert!(
@@ -314,12 +321,8 @@ mod tests {
             return;
         }
         let check = |xs: &[f32]| {
-            let mut got = [0f32; 16];
-            // SAFETY: AVX-512F is available (checked above); both pointers cover 16 f32.
-            unsafe {
-                use std::arch::x86_64::*;
-                _mm512_storeu_ps(got.as_mut_ptr(), sqrt_avx512(_mm512_loadu_ps(xs.as_ptr())));
-            }
+            // SAFETY: AVX-512F is available (checked above).
+            let got = unsafe { on_lanes(xs, |x| sqrt_avx512(x)) };
             for (&x, g) in xs.iter().zip(got) {
                 assert_eq!(g.to_bits(), x.sqrt().to_bits(), "sqrt({x:e})");
             }
@@ -367,16 +370,13 @@ mod tests {
         if !std::arch::is_x86_feature_detected!("avx512f") {
             return;
         }
-        let (mut got, mut xs) = ([0f32; 16], [0f32; 16]);
+        let mut xs = [0f32; 16];
         for high in 0..=(u32::MAX >> 4) {
             for (lane, x) in xs.iter_mut().enumerate() {
                 *x = f32::from_bits(high << 4 | lane as u32);
             }
-            // SAFETY: AVX-512F is available (checked above); both pointers cover 16 f32.
-            unsafe {
-                use std::arch::x86_64::*;
-                _mm512_storeu_ps(got.as_mut_ptr(), sqrt_avx512(_mm512_loadu_ps(xs.as_ptr())));
-            }
+            // SAFETY: AVX-512F is available (checked above).
+            let got = unsafe { on_lanes(&xs, |x| sqrt_avx512(x)) };
             for (&x, g) in xs.iter().zip(got) {
                 assert_eq!(g.to_bits(), x.sqrt().to_bits(), "sqrt({x:e})");
             }
