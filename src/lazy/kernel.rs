@@ -288,7 +288,8 @@ pub(crate) fn line_aligned_blocks(
 
 /// A new output of `n` values, written by `fill(part, offset)` for the parts that tile it
 /// (`offset` is the part's first position). Large outputs are split across threads into parts of
-/// whole blocks, so each part computes exactly the blocks one thread would.
+/// whole blocks. Every caller computes each value on its own, so where parts and blocks start
+/// changes no result.
 ///
 /// # Safety
 /// `fill` must write every element of the part it is given.
