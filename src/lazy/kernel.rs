@@ -672,21 +672,25 @@ fn execute_portable(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f
     }
 }
 
-/// Folds a block of values, which covers linear positions `start..` of the iteration space, into
-/// the outputs: output `o` reduces positions `o*run_len .. (o+1)*run_len`.
-fn accumulate(op: ReduceOp, values: &[f32], start: usize, run_len: usize, out: &mut [f32], sums: &mut [f64]) {
-    let mut pos = start;
-    let end = start + values.len();
-    while pos < end {
-        let o = pos / run_len;
-        let run_end = ((o + 1) * run_len).min(end);
-        let segment = &values[pos - start..run_end - start];
-        match op {
-            // f32 partial sums of at most one block, accumulated in f64 across blocks.
-            ReduceOp::Sum => sums[o] += sum_f32(segment) as f64,
-            _ => out[o] = fold_extremum(op, out[o], segment),
+simd_dispatch! {
+    /// Folds a block of values, which covers linear positions `start..` of the iteration space,
+    /// into the outputs: output `o` reduces positions `o*run_len .. (o+1)*run_len`. Dispatched to
+    /// AVX-512/AVX2 like the kernels that feed it: a baseline build's SSE code right after their
+    /// wide vectors ran slower than either.
+    fn accumulate(op: ReduceOp, values: &[f32], start: usize, run_len: usize, out: &mut [f32], sums: &mut [f64]) {
+        let mut pos = start;
+        let end = start + values.len();
+        while pos < end {
+            let o = pos / run_len;
+            let run_end = ((o + 1) * run_len).min(end);
+            let segment = &values[pos - start..run_end - start];
+            match op {
+                // f32 partial sums of at most one block, accumulated in f64 across blocks.
+                ReduceOp::Sum => sums[o] += sum_f32(segment) as f64,
+                _ => out[o] = fold_extremum(op, out[o], segment),
+            }
+            pos = run_end;
         }
-        pos = run_end;
     }
 }
 
@@ -733,6 +737,7 @@ simd_dispatch! {
 /// 16 times slower than a sum. Values that compare equal have the same bits unless they are zeros
 /// of both signs, and the fold keeps the last of them; so a result of zero, or a NaN (which lanes
 /// would not place), is found again one value at a time.
+#[inline(always)]
 fn fold_extremum(op: ReduceOp, acc: f32, values: &[f32]) -> f32 {
     let one_at_a_time = || values.iter().fold(acc, |a, &x| reduce_step_f32(op, a, x));
     const LANES: usize = 16;
@@ -764,6 +769,7 @@ fn fold_extremum(op: ReduceOp, acc: f32, values: &[f32]) -> f32 {
 }
 
 /// A sum in eight lanes, so it vectorizes; error grows with the block length, not the tensor's.
+#[inline(always)]
 fn sum_f32(values: &[f32]) -> f32 {
     let mut lanes = [0.0f32; 8];
     let chunks = values.chunks_exact(8);
