@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::aligned::AlignedBlock;
 use super::axes::AxisVec;
+use super::chunked;
 use super::gather::{gather, gather_tiled, tiled_axis};
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
 use super::view::View;
@@ -242,16 +243,31 @@ impl Plan<'_> {
     /// Block buffers for one thread running this plan.
     fn blocks(&self) -> Blocks<'_> {
         let len = BLOCK.min(self.n);
+        let program = &self.kernel.program;
         let slot_count = self.slots.iter().flatten().max().map_or(0, |&m| m + 1);
+        // Chunk by chunk, values live in the tile, and only the result may need a block buffer.
+        let chunked = chunked::pays(program);
+        let root_slot = (program.len().checked_sub(1)).and_then(|i| self.slots[self.kernel.leaves.len() + i]);
         Blocks {
             plan: self,
-            slot_bufs: (0..slot_count).map(|_| scratch_block(len)).collect(),
+            slot_bufs: (0..slot_count)
+                .map(|s| match chunked && Some(s) != root_slot {
+                    true => AlignedBlock::default(),
+                    false => scratch_block(len),
+                })
+                .collect(),
             gathered: (self.access.iter())
                 .map(|a| match a {
                     LeafAccess::Strided(_) => scratch_block(len),
                     _ => AlignedBlock::default(),
                 })
                 .collect(),
+            chunked,
+            tile: match chunked {
+                true => scratch_block(chunked::CHUNK * program.len()),
+                false => AlignedBlock::default(),
+            },
+            leaf_ptrs: Vec::with_capacity(self.kernel.leaves.len()),
         }
     }
 
@@ -368,6 +384,11 @@ struct Blocks<'p> {
     plan: &'p Plan<'p>,
     slot_bufs: Vec<AlignedBlock>,
     gathered: Vec<AlignedBlock>,
+    /// Whether the program runs chunk by chunk; then a chunk per instruction, and each leaf's
+    /// values over the current block.
+    chunked: bool,
+    tile: AlignedBlock,
+    leaf_ptrs: Vec<*const f32>,
 }
 
 impl Blocks<'_> {
@@ -400,16 +421,11 @@ impl Blocks<'_> {
 
     /// Leaf `v`'s values over the block at `start` (gathered first, if strided).
     fn leaf_block(&self, v: usize, start: usize, len: usize) -> &[f32] {
-        let leaf = &self.plan.kernel.leaves[v];
-        match &self.plan.access[v] {
-            LeafAccess::Contiguous(off) => &leaf.buf[off + start..off + start + len],
-            LeafAccess::Periodic { tile, period } => &tile.values()[start % period..][..len],
-            LeafAccess::Copied(values) => &values[start..start + len],
-            LeafAccess::Strided(_) => &self.gathered[v].values()[..len],
-        }
+        leaf_block(self.plan, &self.gathered, v, start, len)
     }
 
-    /// Runs the program over one block; the last instruction writes to `last` when given.
+    /// Runs the program over one block; the last instruction writes to `last` when given. A
+    /// program that `chunked` pays for runs chunk by chunk, any other one instruction at a time.
     fn run(&mut self, start: usize, len: usize, mut last: Option<&mut [MaybeUninit<f32>]>) {
         let plan = self.plan;
         let kernel = plan.kernel;
@@ -418,6 +434,27 @@ impl Blocks<'_> {
             if let LeafAccess::Strided(view) = a {
                 gather(&leaf.buf, view, start, &mut scratch.values_mut()[..len]);
             }
+        }
+        let Some(root) = kernel.program.len().checked_sub(1) else {
+            return;
+        };
+        if self.chunked {
+            self.leaf_ptrs.clear();
+            for v in 0..leaves {
+                let values = leaf_block(plan, &self.gathered, v, start, len);
+                self.leaf_ptrs.push(values.as_ptr());
+            }
+            let out: *mut f32 = match last {
+                Some(dst) => dst[..len].as_mut_ptr().cast(),
+                None => {
+                    let slot = plan.slots[leaves + root].expect("instructions have slots");
+                    self.slot_bufs[slot].values_mut()[..len].as_mut_ptr()
+                }
+            };
+            // SAFETY: each leaf pointer starts `len` values of a leaf's block; `out` is `len`
+            // values of the kernel's output or of the root's block buffer, which no leaf is.
+            unsafe { chunked::run(&kernel.program, &self.leaf_ptrs, self.tile.values_mut(), out, len) };
+            return;
         }
         for (i, instr) in kernel.program.iter().enumerate() {
             let target = plan.slots[leaves + i].expect("instructions have slots");
@@ -430,11 +467,28 @@ impl Blocks<'_> {
                 }
             });
             match last.as_deref_mut() {
-                Some(dst) if i + 1 == kernel.program.len() => execute(instr, &operands, dst),
+                Some(dst) if i == root => execute(instr, &operands, dst),
                 _ => execute(instr, &operands, as_uninit(&mut result.values_mut()[..len])),
             }
             self.slot_bufs[target] = result;
         }
+    }
+}
+
+/// Leaf `v`'s values over the block at `start`; a strided leaf's were gathered into `gathered`.
+fn leaf_block<'a>(
+    plan: &'a Plan,
+    gathered: &'a [AlignedBlock],
+    v: usize,
+    start: usize,
+    len: usize,
+) -> &'a [f32] {
+    let leaf = &plan.kernel.leaves[v];
+    match &plan.access[v] {
+        LeafAccess::Contiguous(off) => &leaf.buf[off + start..off + start + len],
+        LeafAccess::Periodic { tile, period } => &tile.values()[start % period..][..len],
+        LeafAccess::Copied(values) => &values[start..start + len],
+        LeafAccess::Strided(_) => &gathered[v].values()[..len],
     }
 }
 
@@ -447,7 +501,13 @@ fn as_uninit(values: &mut [f32]) -> &mut [MaybeUninit<f32>] {
 
 impl Drop for Blocks<'_> {
     fn drop(&mut self) {
-        return_scratch(self.slot_bufs.drain(..).chain(self.gathered.drain(..)));
+        let tile = std::mem::take(&mut self.tile);
+        return_scratch(
+            self.slot_bufs
+                .drain(..)
+                .chain(self.gathered.drain(..))
+                .chain([tile]),
+        );
     }
 }
 
@@ -589,7 +649,9 @@ unsafe fn execute_avx512(instr: &Instr, operands: &Operands, out: &mut [MaybeUni
         // Hand-written lanes where the compiler cannot vectorize the scalar form as well; each
         // is bit-identical to it (see `math`).
         Instr::Unary(op @ UnaryOp::Exp, _) => unary_avx512(op, operands[0], out, |x| math::exp_avx512(x)),
-        Instr::Unary(op @ UnaryOp::Sigmoid, _) => unary_avx512(op, operands[0], out, |x| sigmoid_avx512(x)),
+        Instr::Unary(op @ UnaryOp::Sigmoid, _) => {
+            unary_avx512(op, operands[0], out, |x| math::sigmoid_avx512(x))
+        }
         Instr::Unary(op @ UnaryOp::Sqrt, _) => unary_avx512(op, operands[0], out, |x| math::sqrt_avx512(x)),
         _ => execute_portable(instr, operands, out),
     }
@@ -614,20 +676,6 @@ fn unary_avx512(
         unsafe { _mm512_storeu_ps(o.as_mut_ptr().cast(), lanes(_mm512_loadu_ps(x.as_ptr()))) };
     }
     map1(outs.into_remainder(), ins.remainder(), |x| unary_f32(op, x));
-}
-
-/// `sigmoid` over 16 lanes with [`math::exp_avx512`]: `1 / (1 + e^-x)`, with `-x` by flipping
-/// the sign bit as scalar negation does.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn sigmoid_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
-    use std::arch::x86_64::*;
-    let minus_x = _mm512_castsi512_ps(_mm512_xor_si512(
-        _mm512_castps_si512(x),
-        _mm512_set1_epi32(i32::MIN),
-    ));
-    let one = _mm512_set1_ps(1.0);
-    _mm512_div_ps(one, _mm512_add_ps(one, math::exp_avx512(minus_x)))
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -80,6 +80,20 @@ pub(crate) fn exp_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m
     _mm512_scalef_ps(e, n)
 }
 
+/// `sigmoid` over 16 lanes with [`exp_avx512`]: `1 / (1 + e^-x)`, with `-x` by flipping
+/// the sign bit as scalar negation does.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn sigmoid_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let minus_x = _mm512_castsi512_ps(_mm512_xor_si512(
+        _mm512_castps_si512(x),
+        _mm512_set1_epi32(i32::MIN),
+    ));
+    let one = _mm512_set1_ps(1.0);
+    _mm512_div_ps(one, _mm512_add_ps(one, exp_avx512(minus_x)))
+}
+
 /// Inputs at least this large take [`sqrt_avx512`]'s fast path: below it, `x - s²` for the
 /// estimate `s` is subnormal and rounds too coarsely for the correction step.
 #[cfg(target_arch = "x86_64")]

@@ -35,6 +35,7 @@
 mod aligned;
 mod alloc;
 mod axes;
+mod chunked;
 pub(crate) mod fast_hash;
 mod gather;
 mod kernel;
