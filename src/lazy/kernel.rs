@@ -720,23 +720,41 @@ fn execute_portable(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f
     }
 }
 
+/// Folds a block of values, which covers linear positions `start..` of the iteration space, into
+/// the outputs: output `o` reduces positions `o*run_len .. (o+1)*run_len`. Sums are f32 partial
+/// sums of at most one block, accumulated in f64 across blocks.
+fn accumulate(op: ReduceOp, values: &[f32], start: usize, run_len: usize, out: &mut [f32], sums: &mut [f64]) {
+    match op {
+        ReduceOp::Sum => sum_runs(values, start, run_len, sums),
+        _ => fold_runs(op, values, start, run_len, out),
+    }
+}
+
+// Both dispatched to AVX-512/AVX2 like the kernels that feed them (a baseline build's SSE code
+// right after their wide vectors ran slower than either), and apart: compiled together, the
+// vectorizer gave up on one when the other changed. Each spells out the walk over runs: through
+// a shared closure, both ran 10-50 % slower.
 simd_dispatch! {
-    /// Folds a block of values, which covers linear positions `start..` of the iteration space,
-    /// into the outputs: output `o` reduces positions `o*run_len .. (o+1)*run_len`. Dispatched to
-    /// AVX-512/AVX2 like the kernels that feed it: a baseline build's SSE code right after their
-    /// wide vectors ran slower than either.
-    fn accumulate(op: ReduceOp, values: &[f32], start: usize, run_len: usize, out: &mut [f32], sums: &mut [f64]) {
+    fn sum_runs(values: &[f32], start: usize, run_len: usize, sums: &mut [f64]) {
         let mut pos = start;
         let end = start + values.len();
         while pos < end {
             let o = pos / run_len;
             let run_end = ((o + 1) * run_len).min(end);
-            let segment = &values[pos - start..run_end - start];
-            match op {
-                // f32 partial sums of at most one block, accumulated in f64 across blocks.
-                ReduceOp::Sum => sums[o] += sum_f32(segment) as f64,
-                _ => out[o] = fold_extremum(op, out[o], segment),
-            }
+            sums[o] += sum_f32(&values[pos - start..run_end - start]) as f64;
+            pos = run_end;
+        }
+    }
+}
+
+simd_dispatch! {
+    fn fold_runs(op: ReduceOp, values: &[f32], start: usize, run_len: usize, out: &mut [f32]) {
+        let mut pos = start;
+        let end = start + values.len();
+        while pos < end {
+            let o = pos / run_len;
+            let run_end = ((o + 1) * run_len).min(end);
+            out[o] = fold_extremum(op, out[o], &values[pos - start..run_end - start]);
             pos = run_end;
         }
     }
@@ -816,18 +834,36 @@ fn fold_extremum(op: ReduceOp, acc: f32, values: &[f32]) -> f32 {
     reduce_step_f32(op, acc, extremum)
 }
 
-/// A sum in eight lanes, so it vectorizes; error grows with the block length, not the tensor's.
+/// A sum in 64 lanes, so it vectorizes and its adds do not wait on each other (eight lanes made
+/// one chain of dependent adds, which took a fused kernel's sum of a block longer than its ops);
+/// the lanes are then added in halves. The error grows with the block length, not the tensor's.
 #[inline(always)]
 fn sum_f32(values: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let chunks = values.chunks_exact(8);
-    let tail: f32 = chunks.remainder().iter().sum();
+    const LANES: usize = 64;
+    let mut lanes = [0.0f32; LANES];
+    let chunks = values.chunks_exact(LANES);
+    let rest = chunks.remainder();
     for chunk in chunks {
         for (lane, &x) in lanes.iter_mut().zip(chunk) {
             *lane += x;
         }
     }
-    lanes.iter().sum::<f32>() + tail
+    let eights = rest.chunks_exact(8);
+    let tail: f32 = eights.remainder().iter().sum();
+    for chunk in eights {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane += x;
+        }
+    }
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        let (low, high) = lanes.split_at_mut(width);
+        for (lane, &x) in low.iter_mut().zip(&high[..width]) {
+            *lane += x;
+        }
+    }
+    lanes[0] + tail
 }
 
 #[cfg(test)]
