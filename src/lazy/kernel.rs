@@ -980,6 +980,32 @@ mod tests {
     }
 
     #[test]
+    fn sum_f32_is_within_its_rounding_bound_at_every_length() {
+        // Each lane adds at most `len / 64` values, the rest go in eights (one more add per lane)
+        // or one by one (at most 7), and the halving adds 6 levels plus the tail: every value
+        // passes through at most `len / 64 + 15` roundings of at most ε/2 of a partial sum,
+        // itself at most Σ|x|. Small integers sum exactly in any order.
+        let mut state = 0x2545_F491u32;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state as f32 / u32::MAX as f32 * 2.0 - 1.0
+        };
+        for len in (0..300).chain([511, 512]) {
+            let values: Vec<f32> = (0..len).map(|_| next()).collect();
+            let exact: f64 = values.iter().map(|&x| x as f64).sum();
+            let magnitude: f64 = values.iter().map(|&x| x.abs() as f64).sum();
+            let bound = (len / 64 + 15) as f64 * f32::EPSILON as f64 / 2.0 * magnitude;
+            let got = sum_f32(&values) as f64;
+            assert!((got - exact).abs() <= bound, "length {len}: {got}, exact {exact}");
+            let integers: Vec<f32> = (0..len).map(|i| (i % 7) as f32 - 3.0).collect();
+            let want: f32 = integers.iter().sum();
+            assert_eq!(sum_f32(&integers), want, "length {len}");
+        }
+    }
+
+    #[test]
     fn fold_extremum_matches_folding_one_value_at_a_time() {
         // Seeded values with many ties, zeros of both signs, infinities and NaNs, over lengths
         // around the lane count, folded from several starting accumulators.
