@@ -130,7 +130,7 @@ unsafe fn execute_chunk(instr: &Instr, value: impl Fn(usize) -> *const f32, out:
     let float = _mm512_castsi512_ps;
     // Lane masks are selected with blends: `blend(m, x, y)` is `y` where `m` is set, else `x`.
     let ones_where = |m: __mmask16| _mm512_maskz_mov_ps(m, one);
-    let nan = |x: __m512| _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+    let number = |x: __m512| _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x, x);
     // SAFETY (each use): `value` and `out` point to whole chunks (the caller's promise).
     let load = |p: *const f32, k: usize| unsafe { _mm512_loadu_ps(p.add(k)) };
     let store = |k: usize, v: __m512| unsafe { _mm512_storeu_ps(out.add(k), v) };
@@ -165,12 +165,12 @@ unsafe fn execute_chunk(instr: &Instr, value: impl Fn(usize) -> *const f32, out:
         Instr::Binary(B::Sub, a, b) => lanes!(x = a, y = b => _mm512_sub_ps(x, y)),
         Instr::Binary(B::Mul, a, b) => lanes!(x = a, y = b => _mm512_mul_ps(x, y)),
         Instr::Binary(B::Div, a, b) => lanes!(x = a, y = b => _mm512_div_ps(x, y)),
-        // `x` where `x > y` or `x` is NaN, else `y` (so a NaN `y` too).
+        // `y` where `x` is a number and not `> y` (`<` for min; a NaN `y` is chosen too), else `x`.
         Instr::Binary(B::Max, a, b) => lanes!(x = a, y = b => {
-            _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, y) | nan(x), y, x)
+            _mm512_mask_blend_ps(_mm512_mask_cmp_ps_mask::<_CMP_NGT_UQ>(number(x), x, y), x, y)
         }),
         Instr::Binary(B::Min, a, b) => lanes!(x = a, y = b => {
-            _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, y) | nan(x), y, x)
+            _mm512_mask_blend_ps(_mm512_mask_cmp_ps_mask::<_CMP_NLT_UQ>(number(x), x, y), x, y)
         }),
         Instr::Binary(B::CmpLt, a, b) => {
             lanes!(x = a, y = b => ones_where(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, y)))
