@@ -34,34 +34,6 @@ use teenygrad::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp, reference};
 
 const EPS: f64 = f32::EPSILON as f64;
 
-const UNARY: [UnaryOp; 12] = [
-    UnaryOp::Neg,
-    UnaryOp::Exp,
-    UnaryOp::Log,
-    UnaryOp::Sqrt,
-    UnaryOp::Recip,
-    UnaryOp::Sin,
-    UnaryOp::Cos,
-    UnaryOp::Abs,
-    UnaryOp::Tanh,
-    UnaryOp::Sigmoid,
-    UnaryOp::Relu,
-    UnaryOp::Erf,
-];
-
-const BINARY: [BinaryOp; 10] = [
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Max,
-    BinaryOp::Min,
-    BinaryOp::Pow,
-    BinaryOp::CmpLt,
-    BinaryOp::CmpLe,
-    BinaryOp::CmpEq,
-];
-
 const REDUCE: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min];
 
 /// Shapes every elementwise and reduce test runs over: a scalar, size-1 axes, zero-size axes.
@@ -233,7 +205,7 @@ fn check_relative(what: &str, y: &LazyBuffer, ulps: Option<f64>) {
 #[test]
 fn unary_ops_through_every_view() {
     let mut rng = rng(1);
-    for op in UNARY {
+    for &op in UnaryOp::ALL {
         // [-3, 3): negatives give NaN for log and sqrt on both paths; padding gives zeros, so
         // log(0) = -inf and recip(0) = inf appear too.
         for shape in SHAPES {
@@ -248,7 +220,7 @@ fn unary_ops_through_every_view() {
 #[test]
 fn binary_ops_through_every_view_pairing() {
     let mut rng = rng(2);
-    for op in BINARY {
+    for &op in BinaryOp::ALL {
         let values = match op {
             // Integer values make ties, where comparisons, max and min are most interesting.
             BinaryOp::CmpLt | BinaryOp::CmpLe | BinaryOp::CmpEq | BinaryOp::Max | BinaryOp::Min => {
@@ -734,12 +706,12 @@ fn padding_of_a_pending_node_reads_as_zero() {
     let mut rng = rng(13);
     let x = leaf(&mut rng, &[3, 4], Values::Uniform(0.25, 2.0));
     let z = leaf(&mut rng, &[3, 4], Values::Uniform(0.25, 2.0));
-    let mut cases: Vec<(String, LazyBuffer, Option<f64>)> = UNARY
+    let mut cases: Vec<(String, LazyBuffer, Option<f64>)> = UnaryOp::ALL
         .iter()
         .map(|&op| (format!("{op:?}"), x.unary(op), unary_ulps(op)))
         .collect();
     cases.extend(
-        BINARY
+        BinaryOp::ALL
             .iter()
             .map(|&op| (format!("{op:?}"), x.binary(op, &z), binary_ulps(op))),
     );
@@ -1021,10 +993,10 @@ fn empty_tensors_through_every_op() {
         assert_exact(what, &got, &want);
         assert_eq!(got.len(), numel(shape), "{what}");
     };
-    for op in UNARY {
+    for &op in UnaryOp::ALL {
         empty(&format!("{op:?}"), e.unary(op), &[2, 0, 3]);
     }
-    for op in BINARY {
+    for &op in BinaryOp::ALL {
         empty(&format!("{op:?}"), e.binary(op, &f), &[2, 0, 3]);
     }
     empty("where", e.where_(&f, &e), &[2, 0, 3]);
@@ -1085,10 +1057,10 @@ fn scalars() {
     let mut rng = rng(12);
     let x = leaf(&mut rng, &[], Values::Uniform(0.5, 2.0));
     let y = leaf(&mut rng, &[], Values::Uniform(0.5, 2.0));
-    for op in UNARY {
+    for &op in UnaryOp::ALL {
         check_relative(&format!("{op:?} of a scalar"), &x.unary(op), unary_ulps(op));
     }
-    for op in BINARY {
+    for &op in BinaryOp::ALL {
         check_relative(&format!("{op:?} of scalars"), &x.binary(op, &y), binary_ulps(op));
     }
     for op in REDUCE {

@@ -233,34 +233,8 @@ mod tests {
             return;
         }
         let (a, b) = operands();
-        let unary = [
-            UnaryOp::Neg,
-            UnaryOp::Exp,
-            UnaryOp::Log,
-            UnaryOp::Sqrt,
-            UnaryOp::Recip,
-            UnaryOp::Sin,
-            UnaryOp::Cos,
-            UnaryOp::Abs,
-            UnaryOp::Tanh,
-            UnaryOp::Sigmoid,
-            UnaryOp::Relu,
-            UnaryOp::Erf,
-        ];
-        let binary = [
-            BinaryOp::Add,
-            BinaryOp::Sub,
-            BinaryOp::Mul,
-            BinaryOp::Div,
-            BinaryOp::Max,
-            BinaryOp::Min,
-            BinaryOp::Pow,
-            BinaryOp::CmpLt,
-            BinaryOp::CmpLe,
-            BinaryOp::CmpEq,
-        ];
-        let instrs = (unary.map(|op| Instr::Unary(op, 0)).into_iter())
-            .chain(binary.map(|op| Instr::Binary(op, 0, 1)))
+        let instrs = (UnaryOp::ALL.iter().map(|&op| Instr::Unary(op, 0)))
+            .chain(BinaryOp::ALL.iter().map(|&op| Instr::Binary(op, 0, 1)))
             .chain([Instr::Where(0, 1, 0), Instr::Where(1, 0, 1)]);
         let mut tile = vec![0.0; CHUNK];
         let mut tested = 0;

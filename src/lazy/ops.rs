@@ -5,6 +5,23 @@
 
 use super::math;
 
+/// An enum of operations, with `ALL`: every variant, in declaration order (so a new one cannot be
+/// left out of the lists tests sweep).
+macro_rules! op_enum {
+    ($(#[$attr:meta])* pub enum $name:ident { $($(#[$doc:meta])* $variant:ident,)* }) => {
+        $(#[$attr])*
+        pub enum $name {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+        }
+    };
+}
+
+op_enum! {
 /// Elementwise operations of one input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
@@ -33,7 +50,9 @@ pub enum UnaryOp {
     /// the error function
     Erf,
 }
+}
 
+op_enum! {
 /// Elementwise operations of two inputs of the same shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BinaryOp {
@@ -57,6 +76,7 @@ pub enum BinaryOp {
     CmpLe,
     /// `1.0` if `a == b`, else `0.0`
     CmpEq,
+}
 }
 
 /// Reductions over a set of axes.
