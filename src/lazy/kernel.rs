@@ -979,19 +979,24 @@ mod tests {
         }
     }
 
+    /// A seeded stream of pseudo-random bits (xorshift32).
+    fn xorshift(mut state: u32) -> impl FnMut() -> u32 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state
+        }
+    }
+
     #[test]
     fn sum_f32_is_within_its_rounding_bound_at_every_length() {
         // Each lane adds at most `len / 64` values, the rest go in eights (one more add per lane)
         // or one by one (at most 7), and the halving adds 6 levels plus the tail: every value
         // passes through at most `len / 64 + 15` roundings of at most ε/2 of a partial sum,
         // itself at most Σ|x|. Small integers sum exactly in any order.
-        let mut state = 0x2545_F491u32;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state as f32 / u32::MAX as f32 * 2.0 - 1.0
-        };
+        let mut bits = xorshift(0x2545_F491);
+        let mut next = || bits() as f32 / u32::MAX as f32 * 2.0 - 1.0;
         for len in (0..300).chain([511, 512]) {
             let values: Vec<f32> = (0..len).map(|_| next()).collect();
             let exact: f64 = values.iter().map(|&x| x as f64).sum();
@@ -1009,13 +1014,7 @@ mod tests {
     fn fold_extremum_matches_folding_one_value_at_a_time() {
         // Seeded values with many ties, zeros of both signs, infinities and NaNs, over lengths
         // around the lane count, folded from several starting accumulators.
-        let mut state = 0x9E37_79B9u32;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state
-        };
+        let mut next = xorshift(0x9E37_79B9);
         let pool = [
             0.0,
             -0.0,
