@@ -2,7 +2,7 @@
 //! so its inputs) or realized (it holds its buffer and has dropped its inputs).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use super::LazyBuffer;
 use super::axes::AxisVec;
@@ -101,75 +101,86 @@ impl Op {
     }
 }
 
+/// What a new node starts as.
 #[derive(Debug)]
-#[allow(
-    clippy::large_enum_variant,
-    reason = "every node starts pending and fused ones stay so: boxing the op would cost an \
-              allocation per node and save no memory"
-)]
 pub(crate) enum State {
     Pending(Op),
     Realized(Arc<Vec<f32>>),
-    /// Only while a node is being dropped.
-    Dropped,
 }
 
+/// A node's operation is kept until it is realized (and then dropped with its inputs); its
+/// buffer, once set, is read without a lock. Scheduling asks every node of a graph whether it
+/// is realized and reads its inputs' buffers, and each such question took a mutex, two locked
+/// instructions, when both lived behind one.
 #[derive(Debug)]
 pub(crate) struct Node {
     pub(crate) id: u64,
     /// The shape of the node's output, stored row-major once realized.
     pub(crate) shape: AxisVec<usize>,
-    state: Mutex<State>,
+    op: Mutex<Option<Op>>,
+    buf: OnceLock<Arc<Vec<f32>>>,
 }
 
 impl Node {
     pub(crate) fn new(shape: &[usize], state: State) -> Arc<Node> {
         NODES_ALIVE.fetch_add(1, Ordering::Relaxed);
+        let (op, buf) = match state {
+            State::Pending(op) => (Some(op), OnceLock::new()),
+            State::Realized(buf) => (None, OnceLock::from(buf)),
+        };
         Arc::new(Node {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             shape: AxisVec::from_slice(shape),
-            state: Mutex::new(state),
+            op: Mutex::new(op),
+            buf,
         })
     }
 
-    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock leaves the state itself consistent (it is replaced whole).
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// The pending operation, under its lock (`None` once realized).
+    pub(crate) fn pending(&self) -> MutexGuard<'_, Option<Op>> {
+        // A panic while holding the lock leaves the op consistent: it is only ever taken whole.
+        self.op.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The buffer, if realized.
     pub(crate) fn buffer(&self) -> Option<Arc<Vec<f32>>> {
-        match &*self.state() {
-            State::Realized(buf) => Some(buf.clone()),
-            State::Pending(_) | State::Dropped => None,
-        }
+        self.buf.get().cloned()
     }
 
     /// Whether the node holds its buffer (without taking a reference to it).
     pub(crate) fn is_realized(&self) -> bool {
-        matches!(&*self.state(), State::Realized(_))
+        self.buf.get().is_some()
     }
 
     /// The operation, if pending.
     pub(crate) fn op(&self) -> Option<Op> {
-        match &*self.state() {
-            State::Pending(op) => Some(op.clone()),
-            State::Realized(_) | State::Dropped => None,
+        if self.is_realized() {
+            return None;
         }
+        self.pending().clone()
     }
 
     /// The buffer of a realized node, for writing in place when nothing else can see it.
     pub(crate) fn buffer_mut(&mut self) -> Option<&mut Arc<Vec<f32>>> {
-        match self.state.get_mut().unwrap_or_else(|e| e.into_inner()) {
-            State::Realized(buf) => Some(buf),
-            State::Pending(_) | State::Dropped => None,
-        }
+        self.buf.get_mut()
     }
 
-    /// Stores the result and drops the inputs.
+    /// Stores the result and drops the inputs. A node another thread realized meanwhile keeps
+    /// its first buffer (the values are the same).
     pub(crate) fn set_realized(&self, buf: Arc<Vec<f32>>) {
-        let old = std::mem::replace(&mut *self.state(), State::Realized(buf));
-        drop(old);
+        if let Err(buf) = self.buf.set(buf) {
+            super::alloc::recycle(buf);
+        }
+        let op = self.pending().take();
+        drop(op);
+    }
+
+    /// Takes what a node being dropped holds: its op, after recycling its buffer.
+    fn dismantle(&mut self) -> Option<Op> {
+        if let Some(buf) = self.buf.take() {
+            super::alloc::recycle(buf);
+        }
+        self.op.get_mut().unwrap_or_else(|e| e.into_inner()).take()
     }
 }
 
@@ -178,27 +189,16 @@ impl Drop for Node {
     /// each node dropped its inputs recursively.
     fn drop(&mut self) {
         NODES_ALIVE.fetch_sub(1, Ordering::Relaxed);
-        let state = std::mem::replace(
-            self.state.get_mut().unwrap_or_else(|e| e.into_inner()),
-            State::Dropped,
-        );
-        let op = match state {
-            State::Pending(op) => op,
-            State::Realized(buf) => return super::alloc::recycle(buf),
-            State::Dropped => return,
+        let Some(op) = self.dismantle() else {
+            return;
         };
         // Only the ops of nodes this drop owns alone go on the stack (which then allocates);
         // shared nodes are just released. Ops, not nodes, are moved: a node is twice the size.
         let mut stack: Vec<Op> = Vec::new();
         let release = |op: Op, stack: &mut Vec<Op>| {
             for mut input in op.into_inputs().map(|b| b.node) {
-                if let Some(node) = Arc::get_mut(&mut input) {
-                    let state = node.state.get_mut().unwrap_or_else(|e| e.into_inner());
-                    match std::mem::replace(state, State::Dropped) {
-                        State::Pending(op) => stack.push(op),
-                        State::Realized(buf) => super::alloc::recycle(buf),
-                        State::Dropped => {}
-                    }
+                if let Some(op) = Arc::get_mut(&mut input).and_then(Node::dismantle) {
+                    stack.push(op);
                 }
             }
         };

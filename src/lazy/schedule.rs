@@ -13,7 +13,7 @@ use std::time::Instant;
 use super::axes::AxisVec;
 use super::fast_hash::{FastMap, FastSet};
 use super::kernel::{FusedKernel, Instr, Leaf, Program, execute, fill_output, line_aligned_blocks, operands};
-use super::node::{Node, Op, State};
+use super::node::{Node, Op};
 use super::replay::{KernelPlan, Plans, Signature, Source, Step};
 use super::view::View;
 use super::{LazyBuffer, matmul, stats};
@@ -94,8 +94,8 @@ thread_local! {
 /// eager-style step): one kernel, run without collecting a graph. False for any other node.
 fn realize_single(root: &LazyBuffer) -> bool {
     let kernel = {
-        let state = root.node.state();
-        let State::Pending(op) = &*state else {
+        let pending = root.node.pending();
+        let Some(op) = &*pending else {
             return false;
         };
         let program = match op {
@@ -104,7 +104,7 @@ fn realize_single(root: &LazyBuffer) -> bool {
             Op::Where(..) => Instr::Where(0, 1, 2),
             Op::MatMul(a, b) if a.is_realized() && b.is_realized() => {
                 let (a, b) = (a.clone(), b.clone());
-                drop(state);
+                drop(pending);
                 run_matmul(&root.node, &a, &b);
                 return true;
             }
@@ -124,7 +124,7 @@ fn realize_single(root: &LazyBuffer) -> bool {
         if inputs.iter().all(plain) {
             let n = root.node.shape.iter().product::<usize>();
             let offsets: Vec<usize> = inputs.iter().map(|b| b.view.offset() as usize).collect();
-            drop(state);
+            drop(pending);
             let trace = stats::tracing().then(|| (format!("{program:?} (direct)"), Instant::now()));
             let fill = |part: &mut [MaybeUninit<f32>], offset: usize| {
                 for (start, dst) in line_aligned_blocks(part) {
