@@ -3,10 +3,11 @@
 //! (each bound by its stores) and its transcendental ones (bound by arithmetic) take turns; chunk
 //! by chunk, the CPU overlaps them, and the chunk's values stay in L1.
 //!
-//! AVX-512 only, and only for programs whose every op has hand-written lanes here, each a few
-//! inlined vector instructions bit-identical to its scalar semantics in `ops`. Ops that run the
-//! compiler's loops (log, tanh, erf, sin, cos, pow) pay a setup per call that short chunks
-//! repeat too often; programs with them run one instruction per block, as before.
+//! AVX-512 only, and only for programs of several ops that all have hand-written lanes here, each
+//! a few inlined vector instructions bit-identical to its scalar semantics in `ops`. Ops that run
+//! the compiler's loops (log, tanh, erf, sin, cos, pow) pay a setup per call that short chunks
+//! repeat too often; programs with them, single ops, and other CPUs run one instruction at a time
+//! over each block (`kernel`).
 
 use super::kernel::Instr;
 use super::ops::{BinaryOp, UnaryOp};
@@ -131,7 +132,8 @@ unsafe fn execute_chunk(instr: &Instr, value: impl Fn(usize) -> *const f32, out:
     // Lane masks are selected with blends: `blend(m, x, y)` is `y` where `m` is set, else `x`.
     let ones_where = |m: __mmask16| _mm512_maskz_mov_ps(m, one);
     let number = |x: __m512| _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x, x);
-    // SAFETY (each use): `value` and `out` point to whole chunks (the caller's promise).
+    // SAFETY (each use): `value` and `out` point to the chunk's `n` values (the caller's
+    // promise); masked lanes are neither read nor written.
     let load = |p: *const f32, k: usize| unsafe { _mm512_loadu_ps(p.add(k)) };
     let store = |k: usize, v: __m512| unsafe { _mm512_storeu_ps(out.add(k), v) };
     let (whole, tail) = (n / 16 * 16, ((1u32 << (n % 16)) - 1) as __mmask16);
@@ -192,7 +194,7 @@ unsafe fn execute_chunk(instr: &Instr, value: impl Fn(usize) -> *const f32, out:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lazy::ops::{BinaryOp, UnaryOp, binary_f32, unary_f32};
+    use crate::lazy::ops::{binary_f32, unary_f32};
 
     const SPECIALS: [f32; 14] = [
         0.0,

@@ -251,9 +251,12 @@ impl Plan<'_> {
         Blocks {
             plan: self,
             slot_bufs: (0..slot_count)
-                .map(|s| match chunked && Some(s) != root_slot {
-                    true => AlignedBlock::default(),
-                    false => scratch_block(len),
+                .map(|s| {
+                    if chunked && Some(s) != root_slot {
+                        AlignedBlock::default()
+                    } else {
+                        scratch_block(len)
+                    }
                 })
                 .collect(),
             gathered: (self.access.iter())
@@ -263,9 +266,10 @@ impl Plan<'_> {
                 })
                 .collect(),
             chunked,
-            tile: match chunked {
-                true => scratch_block(chunked::CHUNK * program.len()),
-                false => AlignedBlock::default(),
+            tile: if chunked {
+                scratch_block(chunked::CHUNK * program.len())
+            } else {
+                AlignedBlock::default()
             },
             leaf_ptrs: Vec::with_capacity(self.kernel.leaves.len()),
         }
