@@ -12,7 +12,41 @@ use crate::lazy::LazyBuffer;
 use crate::lazy::fast_hash::{FastMap, FastSet};
 
 /// How an operation's output gradient becomes its inputs' gradients (one per input, in order).
-pub(crate) type BackwardFn = Box<dyn FnOnce(&LazyBuffer) -> Vec<LazyBuffer> + Send + Sync>;
+pub(crate) type BackwardFn = Box<dyn FnOnce(&LazyBuffer) -> Grads + Send + Sync>;
+
+/// The gradients of an operation's one to three inputs, in order, held inline (a `Vec` was an
+/// allocation per operation that backward runs through).
+pub(crate) struct Grads {
+    items: [Option<LazyBuffer>; 3],
+}
+
+impl<const N: usize> From<[LazyBuffer; N]> for Grads {
+    /// # Panics
+    /// If `N > 3` (no operation has more inputs).
+    fn from(grads: [LazyBuffer; N]) -> Self {
+        assert!(N <= 3, "gradients for {N} inputs");
+        let mut items = [None, None, None];
+        for (item, g) in items.iter_mut().zip(grads) {
+            *item = Some(g);
+        }
+        Grads { items }
+    }
+}
+
+impl Grads {
+    fn len(&self) -> usize {
+        self.items.iter().flatten().count()
+    }
+}
+
+impl IntoIterator for Grads {
+    type Item = LazyBuffer;
+    type IntoIter = std::iter::Flatten<std::array::IntoIter<Option<LazyBuffer>, 3>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter().flatten()
+    }
+}
 
 /// The record of how a tracked value was made.
 pub(crate) struct GradNode {
@@ -25,9 +59,45 @@ enum NodeKind {
     /// An operation: its inputs' records (`None` for untracked inputs) and its backward rule,
     /// taken (and so freed) when backward runs through it.
     Op {
-        inputs: Vec<Option<Arc<GradNode>>>,
+        inputs: InputRecords,
         backward: Mutex<Option<BackwardFn>>,
     },
+}
+
+/// The records of an operation's one to three inputs, held inline: as a `Vec` they were an
+/// allocation per recorded operation, 20 of a small training step's 263.
+struct InputRecords {
+    items: [Option<Arc<GradNode>>; 3],
+    len: u8,
+}
+
+impl InputRecords {
+    /// # Panics
+    /// If there are more than three inputs (no operation has more).
+    fn of(inputs: &[&Var]) -> Self {
+        assert!(inputs.len() <= 3, "an operation of {} inputs", inputs.len());
+        let mut items = [None, None, None];
+        for (item, input) in items.iter_mut().zip(inputs) {
+            item.clone_from(&input.node);
+        }
+        InputRecords {
+            items,
+            len: inputs.len() as u8,
+        }
+    }
+
+    /// Takes the tracked inputs' records out, leaving none.
+    fn take_all(&mut self) -> impl Iterator<Item = Arc<GradNode>> + '_ {
+        self.items.iter_mut().filter_map(Option::take)
+    }
+}
+
+impl std::ops::Deref for InputRecords {
+    type Target = [Option<Arc<GradNode>>];
+
+    fn deref(&self) -> &Self::Target {
+        &self.items[..self.len as usize]
+    }
 }
 
 impl std::fmt::Debug for GradNode {
@@ -48,8 +118,8 @@ impl Drop for GradNode {
         // Only records this drop owns alone go on the stack (which then allocates); shared ones,
         // the common case, are just released.
         let mut stack: Vec<GradNode> = Vec::new();
-        let release = |inputs: &mut Vec<Option<Arc<GradNode>>>, stack: &mut Vec<GradNode>| {
-            stack.extend(inputs.drain(..).flatten().filter_map(|i| Arc::try_unwrap(i).ok()));
+        let release = |inputs: &mut InputRecords, stack: &mut Vec<GradNode>| {
+            stack.extend(inputs.take_all().filter_map(|i| Arc::try_unwrap(i).ok()));
         };
         release(inputs, &mut stack);
         while let Some(mut node) = stack.pop() {
@@ -93,7 +163,7 @@ impl Var {
         }
         let node = GradNode {
             kind: NodeKind::Op {
-                inputs: inputs.iter().map(|v| v.node.clone()).collect(),
+                inputs: InputRecords::of(inputs),
                 backward: Mutex::new(Some(backward())),
             },
         };

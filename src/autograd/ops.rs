@@ -7,7 +7,7 @@
 //! `abs` have gradient 0 at 0. `pow(a, b)`: the gradient to `a` is 0 where `b = 0` and the gradient
 //! to `b` is 0 where `a = 0` (exact: `a^0 = 1` for all `a`; `0^b = 0` for all `b > 0`).
 
-use super::{BackwardFn, Var};
+use super::{BackwardFn, Grads, Var};
 use crate::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp};
 use crate::shape::runtime::argsort;
 
@@ -27,7 +27,7 @@ impl Var {
             let x = self.buf.clone();
             Box::new(move |g: &LazyBuffer| {
                 let zero = || full_like(&x, 0.0);
-                vec![match op {
+                Grads::from([match op {
                     UnaryOp::Neg => g.unary(UnaryOp::Neg),
                     UnaryOp::Exp => g.mul(&y),
                     UnaryOp::Log => g.div(&x),
@@ -50,7 +50,7 @@ impl Var {
                         let gaussian = x.mul(&x).unary(UnaryOp::Neg).unary(UnaryOp::Exp);
                         g.mul(&gaussian.mul(&full_like(&x, std::f32::consts::FRAC_2_SQRT_PI)))
                     }
-                }]
+                }])
             }) as BackwardFn
         })
     }
@@ -60,10 +60,10 @@ impl Var {
         Var::record(y.clone(), &[self, other], || {
             let (a, b) = (self.buf.clone(), other.buf.clone());
             Box::new(move |g: &LazyBuffer| match op {
-                BinaryOp::Add => vec![g.clone(), g.clone()],
-                BinaryOp::Sub => vec![g.clone(), g.unary(UnaryOp::Neg)],
-                BinaryOp::Mul => vec![g.mul(&b), g.mul(&a)],
-                BinaryOp::Div => vec![g.div(&b), g.mul(&y).div(&b).unary(UnaryOp::Neg)],
+                BinaryOp::Add => Grads::from([g.clone(), g.clone()]),
+                BinaryOp::Sub => Grads::from([g.clone(), g.unary(UnaryOp::Neg)]),
+                BinaryOp::Mul => Grads::from([g.mul(&b), g.mul(&a)]),
+                BinaryOp::Div => Grads::from([g.div(&b), g.mul(&y).div(&b).unary(UnaryOp::Neg)]),
                 BinaryOp::Max | BinaryOp::Min => {
                     // a wins where b < a (max) or a < b (min); ties share the gradient.
                     let lt = |p: &LazyBuffer, q: &LazyBuffer| cmp(BinaryOp::CmpLt, p, q);
@@ -73,7 +73,7 @@ impl Var {
                         (lt(&a, &b), lt(&b, &a))
                     };
                     let half_tie = cmp(BinaryOp::CmpEq, &a, &b).mul(&full_like(&a, 0.5));
-                    vec![g.mul(&a_wins.add(&half_tie)), g.mul(&b_wins.add(&half_tie))]
+                    Grads::from([g.mul(&a_wins.add(&half_tie)), g.mul(&b_wins.add(&half_tie))])
                 }
                 BinaryOp::Pow => {
                     // a^0 = 1 for every a and 0^b = 0 for every b > 0: there the exact partials are
@@ -83,10 +83,10 @@ impl Var {
                     let da = cmp(BinaryOp::CmpEq, &b, &zero).where_(&zero, &da);
                     let db = y.mul(&a.unary(UnaryOp::Log));
                     let db = cmp(BinaryOp::CmpEq, &a, &zero).where_(&zero, &db);
-                    vec![g.mul(&da), g.mul(&db)]
+                    Grads::from([g.mul(&da), g.mul(&db)])
                 }
                 BinaryOp::CmpLt | BinaryOp::CmpLe | BinaryOp::CmpEq => {
-                    vec![full_like(&a, 0.0), full_like(&b, 0.0)]
+                    Grads::from([full_like(&a, 0.0), full_like(&b, 0.0)])
                 }
             }) as BackwardFn
         })
@@ -99,7 +99,7 @@ impl Var {
             let c = cond.buf.clone();
             Box::new(move |g: &LazyBuffer| {
                 let zero = full_like(g, 0.0);
-                vec![zero.clone(), c.where_(g, &zero), c.where_(&zero, g)]
+                Grads::from([zero.clone(), c.where_(g, &zero), c.where_(&zero, g)])
             }) as BackwardFn
         })
     }
@@ -111,14 +111,14 @@ impl Var {
             let (x, axes) = (self.buf.clone(), axes.to_vec());
             Box::new(move |g: &LazyBuffer| {
                 let shape = x.shape();
-                vec![match op {
+                Grads::from([match op {
                     ReduceOp::Sum => g.expand(shape),
                     ReduceOp::Max | ReduceOp::Min => {
                         let is_extreme = cmp(BinaryOp::CmpEq, &x, &y.expand(shape));
                         let count = is_extreme.sum(&axes);
                         is_extreme.mul(&g.div(&count).expand(shape))
                     }
-                }]
+                }])
             }) as BackwardFn
         })
     }
@@ -126,14 +126,14 @@ impl Var {
     pub(crate) fn reshape(&self, shape: &[usize]) -> Var {
         Var::record(self.buf.reshape(shape), &[self], || {
             let original = self.buf.shape().to_vec();
-            Box::new(move |g: &LazyBuffer| vec![g.reshape(&original)]) as BackwardFn
+            Box::new(move |g: &LazyBuffer| Grads::from([g.reshape(&original)])) as BackwardFn
         })
     }
 
     pub(crate) fn permute(&self, order: &[usize]) -> Var {
         Var::record(self.buf.permute(order), &[self], || {
             let inverse = argsort(order);
-            Box::new(move |g: &LazyBuffer| vec![g.permute(&inverse)]) as BackwardFn
+            Box::new(move |g: &LazyBuffer| Grads::from([g.permute(&inverse)])) as BackwardFn
         })
     }
 
@@ -144,7 +144,7 @@ impl Var {
         }
         Var::record(self.buf.expand(shape), &[self], || {
             let original = self.buf.shape().to_vec();
-            Box::new(move |g: &LazyBuffer| vec![sum_to(g, &original)]) as BackwardFn
+            Box::new(move |g: &LazyBuffer| Grads::from([sum_to(g, &original)])) as BackwardFn
         })
     }
 
@@ -155,7 +155,7 @@ impl Var {
                 .zip(self.buf.shape())
                 .map(|(&(before, _), &d)| (before, before + d))
                 .collect();
-            Box::new(move |g: &LazyBuffer| vec![g.shrink(&ranges)]) as BackwardFn
+            Box::new(move |g: &LazyBuffer| Grads::from([g.shrink(&ranges)])) as BackwardFn
         })
     }
 
@@ -166,7 +166,7 @@ impl Var {
                 .zip(self.buf.shape())
                 .map(|(&(start, end), &d)| (start, d - end))
                 .collect();
-            Box::new(move |g: &LazyBuffer| vec![g.pad(&pads)]) as BackwardFn
+            Box::new(move |g: &LazyBuffer| Grads::from([g.pad(&pads)])) as BackwardFn
         })
     }
 
@@ -174,8 +174,9 @@ impl Var {
     pub(crate) fn matmul(&self, other: &Var) -> Var {
         Var::record(self.buf.matmul(&other.buf), &[self, other], || {
             let (a, b) = (self.buf.clone(), other.buf.clone());
-            Box::new(move |g: &LazyBuffer| vec![g.matmul(&transpose_last(&b)), transpose_last(&a).matmul(g)])
-                as BackwardFn
+            Box::new(move |g: &LazyBuffer| {
+                Grads::from([g.matmul(&transpose_last(&b)), transpose_last(&a).matmul(g)])
+            }) as BackwardFn
         })
     }
 }

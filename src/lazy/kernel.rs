@@ -271,7 +271,11 @@ impl Plan<'_> {
             } else {
                 AlignedBlock::default()
             },
-            leaf_ptrs: Vec::with_capacity(self.kernel.leaves.len()),
+            leaf_ptrs: if chunked {
+                Vec::with_capacity(self.kernel.leaves.len())
+            } else {
+                Vec::new()
+            },
         }
     }
 

@@ -252,7 +252,7 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
                 .unary(UnaryOp::Exp)
                 .div(&sum_exp.expand(shape));
             let scale = g.div(&batch_size).reshape(&[1, 1]).expand(shape);
-            vec![softmax.sub(&one_hot).mul(&scale)]
+            [softmax.sub(&one_hot).mul(&scale)].into()
         }) as crate::autograd::BackwardFn
     });
     Ok(Tensor::from_var((), var))
