@@ -65,7 +65,7 @@ enum NodeKind {
 }
 
 /// The records of an operation's one to three inputs, held inline: as a `Vec` they were an
-/// allocation per recorded operation, 20 of a small training step's 263.
+/// allocation per recorded operation (ten in a small training step).
 struct InputRecords {
     items: [Option<Arc<GradNode>>; 3],
     len: u8,
