@@ -9,7 +9,9 @@
 //! repeat too often; programs with them, single ops, and other CPUs run one instruction at a time
 //! over each block (`kernel`).
 
-use super::kernel::Instr;
+use std::mem::MaybeUninit;
+
+use super::kernel::{Instr, execute, operands};
 use super::ops::{BinaryOp, UnaryOp};
 
 /// Values per chunk: eight vectors, so each instruction still has independent work to overlap,
@@ -88,39 +90,51 @@ unsafe fn run_avx512(program: &[Instr], leaves: &[*const f32], tile: &mut [f32],
         return;
     };
     let tile = tile.as_mut_ptr();
-    for start in (0..len).step_by(CHUNK) {
-        let n = CHUNK.min(len - start);
-        let value = |v: usize| -> *const f32 {
-            if v < n_leaves {
-                // SAFETY: every leaf holds `len` values (the caller's promise).
-                unsafe { leaves.get_unchecked(v).add(start) }
-            } else {
-                // SAFETY: values past the leaves are instruction results, which have chunks.
-                unsafe { tile.add((v - n_leaves) * CHUNK) }
-            }
-        };
+    // Value `v` at position `start`: a leaf's own, or its instruction's chunk of the tile.
+    let value = |v: usize, start: usize| -> *const f32 {
+        if v < n_leaves {
+            // SAFETY: every leaf holds `len` values (the caller's promise).
+            unsafe { leaves.get_unchecked(v).add(start) }
+        } else {
+            // SAFETY: values past the leaves are instruction results, which have chunks.
+            unsafe { tile.add((v - n_leaves) * CHUNK) }
+        }
+    };
+    // SAFETY: `out` holds `len` values and `tile` a chunk per instruction (asserted).
+    let dst = |i: usize, start: usize| unsafe {
+        if i == last {
+            out.add(start)
+        } else {
+            tile.add(i * CHUNK)
+        }
+    };
+    // Whole chunks, whose constant length leaves the ops' loops without a bound to check.
+    let whole = len - len % CHUNK;
+    for start in (0..whole).step_by(CHUNK) {
         for (i, instr) in program.iter().enumerate() {
-            // SAFETY: `out` holds `len` values and `tile` a chunk per instruction (asserted).
-            let dst = unsafe {
-                if i == last {
-                    out.add(start)
-                } else {
-                    tile.add(i * CHUNK)
-                }
-            };
-            // SAFETY: an instruction reads only leaves and earlier results, never its own chunk,
-            // and each operand covers the chunk's `n` values.
-            unsafe { execute_chunk(instr, value, dst, n) };
+            // SAFETY: an instruction reads only leaves and earlier results, never its own chunk.
+            unsafe { execute_chunk(instr, |v| value(v, start), dst(i, start)) };
+        }
+    }
+    // The rest, shorter than a chunk, one instruction at a time through the block-level loops.
+    let n = len - whole;
+    if n > 0 {
+        let slice = |p: *const f32| unsafe { std::slice::from_raw_parts(p, n) };
+        for (i, instr) in program.iter().enumerate() {
+            // SAFETY: as above; each operand and the destination hold at least `n` values.
+            let operands = operands(instr, |v| slice(value(v, whole)));
+            let out = unsafe { std::slice::from_raw_parts_mut(dst(i, whole).cast::<MaybeUninit<f32>>(), n) };
+            execute(instr, &operands, out);
         }
     }
 }
 
-/// One instruction over the `n` values of a chunk: `value(v)` points to value `v`'s,
-/// `out` to the result's. A last partial vector is read and written through a lane mask.
+/// One instruction over a chunk: `value(v)` points to value `v`'s values, `out` to the
+/// result's.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[inline]
-unsafe fn execute_chunk(instr: &Instr, value: impl Fn(usize) -> *const f32, out: *mut f32, n: usize) {
+unsafe fn execute_chunk(instr: &Instr, value: impl Fn(usize) -> *const f32, out: *mut f32) {
     use super::math;
     use super::ops::{BinaryOp as B, UnaryOp as U};
     use std::arch::x86_64::*;
@@ -132,24 +146,16 @@ unsafe fn execute_chunk(instr: &Instr, value: impl Fn(usize) -> *const f32, out:
     // Lane masks are selected with blends: `blend(m, x, y)` is `y` where `m` is set, else `x`.
     let ones_where = |m: __mmask16| _mm512_maskz_mov_ps(m, one);
     let number = |x: __m512| _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x, x);
-    // SAFETY (each use): `value` and `out` point to the chunk's `n` values (the caller's
-    // promise); masked lanes are neither read nor written.
+    // SAFETY (each use): `value` and `out` point to a chunk's values (the caller's promise).
     let load = |p: *const f32, k: usize| unsafe { _mm512_loadu_ps(p.add(k)) };
     let store = |k: usize, v: __m512| unsafe { _mm512_storeu_ps(out.add(k), v) };
-    let (whole, tail) = (n / 16 * 16, ((1u32 << (n % 16)) - 1) as __mmask16);
-    let load_tail = |p: *const f32| unsafe { _mm512_maskz_loadu_ps(tail, p.add(whole)) };
-    let store_tail = |v: __m512| unsafe { _mm512_mask_storeu_ps(out.add(whole), tail, v) };
     // An op's lanes over the chunk, its operands loaded as the named vectors.
     macro_rules! lanes {
         ($($x:ident = $v:ident),* => $body:expr) => {{
             $(let $x = value($v);)*
-            for k in (0..whole).step_by(16) {
+            for k in (0..CHUNK).step_by(16) {
                 $(let $x = load($x, k);)*
                 store(k, $body);
-            }
-            if tail != 0 {
-                $(let $x = load_tail($x);)*
-                store_tail($body);
             }
         }};
     }
