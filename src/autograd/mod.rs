@@ -270,9 +270,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Borrowed, not cloned: `root` keeps every one of them alive, and reference counts were a
 /// visible part of building a small step's backward graph.
 fn topological_order(root: &GradNode) -> Vec<&GradNode> {
-    let mut order = Vec::new();
-    let mut seen: FastSet<*const GradNode> = FastSet::default();
-    let mut stack: Vec<(&GradNode, usize)> = vec![(root, 0)];
+    // A small training step's graph has a few dozen nodes: room for them up front saves growing
+    // each list several times.
+    let mut order = Vec::with_capacity(64);
+    let mut seen: FastSet<*const GradNode> = FastSet::with_capacity_and_hasher(64, Default::default());
+    let mut stack: Vec<(&GradNode, usize)> = Vec::with_capacity(64);
+    stack.push((root, 0));
     seen.insert(root);
     while let Some((node, next)) = stack.last_mut() {
         let inputs: &[Option<Arc<GradNode>>] = match &node.kind {

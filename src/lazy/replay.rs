@@ -76,6 +76,7 @@ const MAX_DESCRIBED_NODES: usize = 1 << 12;
 
 /// A complete description of a pending graph's structure (`None` if it is too large to keep),
 /// and its outside inputs by slot.
+#[derive(Default)]
 pub(super) struct Signature {
     words: Option<Vec<u64>>,
     pub(super) externals: Vec<Arc<Node>>,
@@ -86,16 +87,21 @@ pub(super) struct Signature {
 impl Signature {
     /// Describes the graph `ops` (topological order, `index` mapping node ids to positions) whose
     /// requested roots are `roots`: per node its operation, shape and whether it was requested,
-    /// and per input where it comes from and the view it is read through.
+    /// and per input where it comes from and the view it is read through. Fills the lists of
+    /// `spare` (an earlier signature, emptied by [`Signature::recycle`]) instead of new ones.
     pub(super) fn of(
         nodes: &[Arc<Node>],
         ops: &[Op],
         index: &FastMap<u64, usize>,
         roots: &[&LazyBuffer],
+        spare: Signature,
     ) -> Self {
+        let Signature {
+            words,
+            mut externals,
+            mut slots,
+        } = spare;
         // Outside inputs get slots in every graph: kernels name them by slot.
-        let mut externals = Vec::new();
-        let mut slots = FastMap::default();
         for input in ops.iter().flat_map(Op::inputs) {
             if !index.contains_key(&input.node.id) && !slots.contains_key(&input.node.id) {
                 slots.insert(input.node.id, externals.len());
@@ -103,7 +109,8 @@ impl Signature {
             }
         }
         let words = (ops.len() <= MAX_DESCRIBED_NODES).then(|| {
-            let mut words = Vec::with_capacity(32 * ops.len());
+            let mut words = words.unwrap_or_default();
+            words.reserve(32 * ops.len());
             for (node, op) in nodes.iter().zip(ops) {
                 words.push(u64::from(roots.iter().any(|r| r.node.id == node.id)));
                 match op {
@@ -133,6 +140,15 @@ impl Signature {
             externals,
             slots,
         }
+    }
+
+    /// Empties the signature, releasing the nodes it holds, and keeps its lists for the next.
+    pub(super) fn recycle(&mut self) {
+        if let Some(words) = &mut self.words {
+            words.clear();
+        }
+        self.externals.clear();
+        self.slots.clear();
     }
 }
 
@@ -172,9 +188,11 @@ impl Plans {
             .map(|(_, steps)| steps.clone())
     }
 
-    /// Keeps the steps of a graph (unless it was too large to describe).
-    pub(super) fn insert(&mut self, signature: Signature, steps: Vec<Step>) {
-        let Some(words) = signature.words else { return };
+    /// Keeps the steps of a graph (unless it was too large to describe), taking its description.
+    pub(super) fn insert(&mut self, signature: &mut Signature, steps: Vec<Step>) {
+        let Some(words) = signature.words.take() else {
+            return;
+        };
         if self.entries.len() == PLANS_KEPT {
             self.entries.remove(0);
         }

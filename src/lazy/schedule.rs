@@ -39,7 +39,8 @@ pub(crate) fn realize(roots: &[&LazyBuffer]) {
     let mut scratch = SCRATCH.with(|s| s.take()).unwrap_or_default();
     loop {
         let mut graph = Graph::collect(roots, &mut scratch);
-        let signature = Signature::of(&graph.nodes, &graph.ops, &graph.index, roots);
+        let spare = std::mem::take(&mut scratch.signature);
+        let mut signature = Signature::of(&graph.nodes, &graph.ops, &graph.index, roots, spare);
         let result = match scratch.plans.get(&signature) {
             Some(steps) if forced.is_empty() => {
                 #[cfg(debug_assertions)]
@@ -54,13 +55,14 @@ pub(crate) fn realize(roots: &[&LazyBuffer]) {
                     // A plan made with forced roots would be replayed without the retries
                     // that found them; it is simply not kept.
                     if let Some(steps) = steps.filter(|_| forced.is_empty()) {
-                        scratch.plans.insert(signature, steps);
+                        scratch.plans.insert(&mut signature, steps);
                     }
                 })
             }
         };
-        scratch.index = graph.index;
-        scratch.index.clear();
+        graph.recycle(&mut scratch);
+        signature.recycle();
+        scratch.signature = signature;
         match result {
             Ok(()) => break,
             // A view that does not compose: that node gets a buffer of its own, and we retry.
@@ -76,12 +78,17 @@ pub(crate) fn realize(roots: &[&LazyBuffer]) {
     stats::update(|s| s.realize_time += started.elapsed());
 }
 
-/// Hash maps the scheduler fills on every realization. Kept per thread between realizations, so
-/// a training step's many small graphs neither allocate them nor grow them again.
+/// Maps and lists the scheduler fills on every realization. Kept per thread between
+/// realizations, so a training step's many small graphs neither allocate them nor grow them again.
 #[derive(Default)]
 struct Scratch {
     visited: FastSet<u64>,
     index: FastMap<u64, usize>,
+    nodes: Vec<Arc<Node>>,
+    ops: Vec<Op>,
+    /// Pending nodes whose inputs are being visited, with their ops (empty between uses).
+    stack: Vec<(Arc<Node>, Op)>,
+    signature: Signature,
     memo: FastMap<(u64, View), usize>,
     plans: Plans,
 }
@@ -234,16 +241,15 @@ struct Graph {
 impl Graph {
     fn collect(roots: &[&LazyBuffer], scratch: &mut Scratch) -> Graph {
         let mut graph = Graph {
-            nodes: Vec::new(),
-            ops: Vec::new(),
+            nodes: std::mem::take(&mut scratch.nodes),
+            ops: std::mem::take(&mut scratch.ops),
             index: std::mem::take(&mut scratch.index),
             kernel_of: Vec::new(),
         };
         // Iterative post-order DFS: deep graphs must not overflow the stack.
         let visited = &mut scratch.visited;
         visited.clear();
-        // Pending nodes whose inputs are being visited, with their ops.
-        let mut stack: Vec<(Arc<Node>, Op)> = Vec::new();
+        let stack = &mut scratch.stack;
         for root in roots {
             if visited.insert(root.node.id)
                 && let Some(op) = root.node.op()
@@ -270,6 +276,20 @@ impl Graph {
             }
         }
         graph
+    }
+
+    /// Empties the graph's lists into `scratch` for the next realization.
+    fn recycle(self, scratch: &mut Scratch) {
+        let Graph {
+            mut nodes,
+            mut ops,
+            mut index,
+            ..
+        } = self;
+        nodes.clear();
+        ops.clear();
+        index.clear();
+        (scratch.nodes, scratch.ops, scratch.index) = (nodes, ops, index);
     }
 
     /// Assigns each node to a kernel, consumers before producers.
