@@ -179,3 +179,22 @@ impl std::ops::Deref for Name {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::join;
+
+    #[test]
+    fn names_join_with_a_dot_inline_or_on_the_heap() {
+        assert_eq!(&*join("", "weight"), "weight");
+        assert_eq!(&*join("0", "bias"), "0.bias");
+        assert_eq!(&*join("", ""), "");
+        // Exactly the inline room, one byte past it, and far past it; multi-byte characters too.
+        let prefix = "p".repeat(33);
+        assert_eq!(&*join(&prefix, "weight"), format!("{prefix}.weight"));
+        assert_eq!(&*join(&prefix, "weights"), format!("{prefix}.weights"));
+        let long = "é".repeat(100);
+        assert_eq!(&*join(&long, "ß"), format!("{long}.ß"));
+        assert_eq!(&*join("ünï", "çødé"), "ünï.çødé");
+    }
+}
