@@ -190,10 +190,12 @@ impl LazyBuffer {
     /// Reduces `axes` to size 1 (the rank is kept).
     pub fn reduce(&self, op: ReduceOp, axes: &[usize]) -> Self {
         let mut shape = AxisVec::from_slice(self.shape());
-        let mut sorted = axes.to_vec();
+        let mut sorted = AxisVec::from_slice(axes);
         sorted.sort_unstable();
-        sorted.dedup();
-        let axes = AxisVec::from_slice(&sorted);
+        let axes: AxisVec<usize> = (sorted.iter().enumerate())
+            .filter(|&(i, a)| i == 0 || sorted[i - 1] != *a)
+            .map(|(_, &a)| a)
+            .collect();
         for &a in &axes {
             assert!(
                 a < shape.len(),
@@ -222,7 +224,7 @@ impl LazyBuffer {
             rank >= 2 && b.len() == rank && a[..rank - 2] == b[..rank - 2] && a[rank - 1] == b[rank - 2],
             "matmul: shapes {a:?} and {b:?} are not [.., m, k] x [.., k, n] with equal batch axes"
         );
-        let mut shape = a.to_vec();
+        let mut shape = AxisVec::from_slice(a);
         shape[rank - 1] = b[rank - 1];
         assert!(
             checked_numel(&shape).is_ok(),
@@ -250,11 +252,11 @@ impl LazyBuffer {
         if rank < 2 {
             return None;
         }
-        let mut order: Vec<usize> = (0..rank).collect();
-        order.swap(rank - 2, rank - 1);
-        if self.view != View::contiguous(&self.node.shape).permute(&order) {
+        if !self.view.is_transposed_contiguous(&self.node.shape) {
             return None;
         }
+        let mut order: AxisVec<usize> = (0..rank).collect();
+        order.swap(rank - 2, rank - 1);
         match self.node.op()? {
             Op::MatMul(a, b) => Some(b.permute(&order).matmul(&a.permute(&order))),
             _ => None,

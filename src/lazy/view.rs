@@ -253,6 +253,23 @@ impl View {
         }))
     }
 
+    /// Whether this is `View::contiguous(shape)` with its last two axes swapped (compared field
+    /// by field, without making that view).
+    pub(crate) fn is_transposed_contiguous(&self, shape: &[usize]) -> bool {
+        let rank = shape.len();
+        let swapped = |d: usize| match rank - d {
+            1 => d - 1,
+            2 => d + 1,
+            _ => d,
+        };
+        let strides = row_major(shape);
+        rank >= 2
+            && self.offset == 0
+            && self.mask.is_none()
+            && self.shape.len() == rank
+            && (0..rank).all(|d| self.shape[d] == shape[swapped(d)] && self.strides[d] == strides[swapped(d)])
+    }
+
     /// Broadcasts size-1 axes, and missing leading axes, to `shape` by giving them stride 0.
     ///
     /// Panics if `shape` has fewer axes; the other axes must be equal or 1 here (checked in
@@ -517,6 +534,59 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transposed_contiguous_is_the_swap_of_the_last_two_axes() {
+        // Against its definition, over ranks 0 to 4 and every permutation, with size-1 axes
+        // (whose row-major strides the check must match exactly), an offset and a mask.
+        let shapes: [&[usize]; 6] = [&[], &[3], &[2, 3], &[1, 3], &[2, 1, 4], &[2, 3, 1, 5]];
+        for shape in shapes {
+            let rank = shape.len();
+            let mut swap: Vec<usize> = (0..rank).collect();
+            if rank >= 2 {
+                swap.swap(rank - 2, rank - 1);
+            }
+            let transposed = View::contiguous(shape).permute(&swap);
+            for order in permutations(rank) {
+                let view = View::contiguous(shape).permute(&order);
+                let want = rank >= 2 && view == transposed;
+                assert_eq!(view.is_transposed_contiguous(shape), want, "{shape:?} {order:?}");
+            }
+            if rank >= 2 {
+                assert!(transposed.is_transposed_contiguous(shape));
+                let full_mask = transposed.shape().iter().map(|&d| (0, d)).collect();
+                let masked = View(Arc::new(ViewData {
+                    mask: Some(full_mask),
+                    ..(*transposed).clone()
+                }));
+                assert!(!masked.is_transposed_contiguous(shape), "{shape:?} masked");
+                let other: Vec<usize> = shape.iter().map(|&d| d + 1).collect();
+                assert!(
+                    !transposed.is_transposed_contiguous(&other),
+                    "{shape:?} other shape"
+                );
+            }
+        }
+        let shifted = View::contiguous(&[4, 3])
+            .shrink(&[(1, 3), (0, 3)])
+            .permute(&[1, 0]);
+        assert!(!shifted.is_transposed_contiguous(&[2, 3]), "an offset");
+    }
+
+    fn permutations(rank: usize) -> Vec<Vec<usize>> {
+        if rank == 0 {
+            return vec![vec![]];
+        }
+        let mut all = Vec::new();
+        for rest in permutations(rank - 1) {
+            for at in 0..=rest.len() {
+                let mut order = rest.clone();
+                order.insert(at, rank - 1);
+                all.push(order);
+            }
+        }
+        all
+    }
 
     #[test]
     fn permute_then_reshape_needs_a_copy() {
