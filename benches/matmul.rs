@@ -1,6 +1,9 @@
 //! Square matmul through the lazy buffer (build the node and realize it, from two realized
 //! buffers) against raw `matrixmultiply::sgemm` on the same data. Both allocate a fresh output
 //! each iteration, as the lazy buffer must. Throughput is in FLOPs (`2·n³` per product).
+//!
+//! `fma_peak` is the ceiling for any f32 product on one core: independent AVX-512 fused
+//! multiply-adds and nothing else (skipped, with a message, on a CPU without AVX-512).
 
 use std::hint::black_box;
 
@@ -55,5 +58,44 @@ fn matmul(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, matmul);
+/// Fused multiply-adds per iteration: 16 independent chains of 16 lanes, twice what the two FMA
+/// units' four-cycle latency needs in flight. (At 24, LLVM spilled a third of them every round.)
+#[cfg(target_arch = "x86_64")]
+const CHAINS: usize = 16;
+/// Iterations per sample.
+#[cfg(target_arch = "x86_64")]
+const ROUNDS: usize = 1 << 16;
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn fma_rounds(rounds: usize) -> f32 {
+    use std::arch::x86_64::*;
+    let mut acc = [_mm512_set1_ps(0.0); CHAINS];
+    let (a, b) = (_mm512_set1_ps(0.999_999), _mm512_set1_ps(1e-6));
+    for _ in 0..rounds {
+        for x in &mut acc {
+            *x = _mm512_fmadd_ps(*x, a, b);
+        }
+    }
+    acc.iter().map(|&x| _mm512_reduce_add_ps(x)).sum()
+}
+
+fn fma_peak(c: &mut Criterion) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        let mut group = c.benchmark_group("fma_peak");
+        // 16 lanes, two FLOPs each.
+        group.throughput(Throughput::Elements((ROUNDS * CHAINS * 16 * 2) as u64));
+        group.bench_function("avx512", |bench| {
+            // SAFETY: the CPU has AVX-512F (checked above).
+            bench.iter(|| unsafe { fma_rounds(black_box(ROUNDS)) })
+        });
+        group.finish();
+        return;
+    }
+    let _ = c;
+    println!("fma_peak: skipped, this CPU has no AVX-512");
+}
+
+criterion_group!(benches, matmul, fma_peak);
 criterion_main!(benches);
