@@ -419,6 +419,23 @@ fn reductions_spanning_many_blocks() {
     check_reductions_of(&mut rng(6), &[&[3usize, 3001][..], &[2, 50, 70], &[10_007]]);
 }
 
+#[test]
+fn reduce_axes_in_any_order_and_repeated_are_one_set() {
+    let x = leaf(&mut rng(9), &[2, 3, 4], Values::Uniform(-3.0, 3.0));
+    let want = x.sum(&[0, 2]).to_vec();
+    for axes in [&[2, 0][..], &[0, 2, 0], &[2, 2, 0, 0]] {
+        let y = x.sum(axes);
+        assert_eq!(y.shape(), &[1, 3, 1], "{axes:?}");
+        assert_eq!(y.to_vec(), want, "{axes:?}");
+    }
+    let out_of_range = std::panic::catch_unwind(|| x.sum(&[0, 3]));
+    let message = *out_of_range
+        .expect_err("axis 3 of a rank-3 buffer")
+        .downcast::<String>()
+        .unwrap();
+    assert_eq!(message, "reduce: axis 3 out of range for shape [2, 3, 4]");
+}
+
 /// Every reduction over every axis set of every view of each shape, against the reference.
 fn check_reductions_of(rng: &mut StdRng, shapes: &[&[usize]]) {
     for &shape in shapes {

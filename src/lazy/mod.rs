@@ -190,17 +190,12 @@ impl LazyBuffer {
     /// Reduces `axes` to size 1 (the rank is kept).
     pub fn reduce(&self, op: ReduceOp, axes: &[usize]) -> Self {
         let mut shape = AxisVec::from_slice(self.shape());
-        let mut sorted = AxisVec::from_slice(axes);
-        sorted.sort_unstable();
-        let axes: AxisVec<usize> = (sorted.iter().enumerate())
-            .filter(|&(i, a)| i == 0 || sorted[i - 1] != *a)
-            .map(|(_, &a)| a)
-            .collect();
+        if let Some(a) = axes.iter().find(|&&a| a >= shape.len()) {
+            panic!("reduce: axis {a} out of range for shape {shape:?}");
+        }
+        // Sorted, each once.
+        let axes: AxisVec<usize> = (0..shape.len()).filter(|d| axes.contains(d)).collect();
         for &a in &axes {
-            assert!(
-                a < shape.len(),
-                "reduce: axis {a} out of range for shape {shape:?}"
-            );
             shape[a] = 1;
         }
         Self::pending(&shape, Op::Reduce(op, self.clone(), axes))
