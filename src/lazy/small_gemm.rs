@@ -34,7 +34,10 @@ const COLS: usize = VECTORS * LANES;
 const ROWS: usize = 4;
 /// The narrowest C taken: more than one vector. Measured on the kernel alone, one vector wide
 /// lost to sgemm (`[128, 64] x [64, 10]`: 4.6 against 4.0 µs, `[256, 32] x [32, 16]`: 4.6
-/// against 3.7), and two won (`[128, 64] x [64, 17]`: 3.7 against 5.4).
+/// against 3.7), and two won (`[128, 64] x [64, 17]`: 3.7 against 5.4). Rerun with the 8-row
+/// tile, through `matmul`: `[128, 64] x [64, 10]` 2.79 against sgemm's 2.70 µs (B transposed:
+/// 3.40 against 2.92), and `[32, 128] x [128, 10]` with B transposed 2.60 against 1.61 µs as
+/// the transposed product, since a C 10 wide is packed and stored a value at a time.
 const MIN_COLS: usize = LANES + 1;
 
 /// A matrix operand: its first element and its (row, column) strides in elements.
