@@ -162,9 +162,10 @@ unsafe fn execute_chunk(instr: &Instr, value: impl Fn(usize) -> *const f32, out:
     match *instr {
         Instr::Unary(U::Neg, a) => lanes!(x = a => float(_mm512_xor_si512(bits(x), sign))),
         Instr::Unary(U::Abs, a) => lanes!(x = a => float(_mm512_andnot_si512(sign, bits(x)))),
-        Instr::Unary(U::Relu, a) => lanes!(x = a => {
-            _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, zero), x, zero)
-        }),
+        // `max` returns its second operand for a NaN or two zeros of either sign: `x` then, as
+        // the scalar `if x < 0 { 0 } else { x }` does. One instruction where a compare and a
+        // blend took two.
+        Instr::Unary(U::Relu, a) => lanes!(x = a => _mm512_max_ps(zero, x)),
         Instr::Unary(U::Recip, a) => lanes!(x = a => _mm512_div_ps(one, x)),
         Instr::Unary(U::Exp, a) => lanes!(x = a => math::exp_avx512(x)),
         Instr::Unary(U::Sqrt, a) => lanes!(x = a => math::sqrt_avx512(x)),
@@ -173,13 +174,10 @@ unsafe fn execute_chunk(instr: &Instr, value: impl Fn(usize) -> *const f32, out:
         Instr::Binary(B::Sub, a, b) => lanes!(x = a, y = b => _mm512_sub_ps(x, y)),
         Instr::Binary(B::Mul, a, b) => lanes!(x = a, y = b => _mm512_mul_ps(x, y)),
         Instr::Binary(B::Div, a, b) => lanes!(x = a, y = b => _mm512_div_ps(x, y)),
-        // `y` where `x` is a number and not `> y` (`<` for min; a NaN `y` is chosen too), else `x`.
-        Instr::Binary(B::Max, a, b) => lanes!(x = a, y = b => {
-            _mm512_mask_blend_ps(_mm512_mask_cmp_ps_mask::<_CMP_NGT_UQ>(number(x), x, y), x, y)
-        }),
-        Instr::Binary(B::Min, a, b) => lanes!(x = a, y = b => {
-            _mm512_mask_blend_ps(_mm512_mask_cmp_ps_mask::<_CMP_NLT_UQ>(number(x), x, y), x, y)
-        }),
+        // Where `x` is a number, `max(x, y)`: `x` if `x > y`, else `y` (a NaN `y` too, and of two
+        // zeros); a NaN `x` is kept. Likewise for min.
+        Instr::Binary(B::Max, a, b) => lanes!(x = a, y = b => _mm512_mask_max_ps(x, number(x), x, y)),
+        Instr::Binary(B::Min, a, b) => lanes!(x = a, y = b => _mm512_mask_min_ps(x, number(x), x, y)),
         Instr::Binary(B::CmpLt, a, b) => {
             lanes!(x = a, y = b => ones_where(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, y)))
         }

@@ -116,9 +116,12 @@ pub(crate) fn sqrt_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__
     let e = _mm512_fnmadd_ps(s, h, half);
     let (s, h) = (_mm512_fmadd_ps(s, e, s), _mm512_fmadd_ps(h, e, h));
     let s = _mm512_fmadd_ps(_mm512_fnmadd_ps(s, s, x), h, s);
-    // Ordered comparisons: a NaN lane is not in range.
-    let in_range = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, _mm512_set1_ps(SQRT_FAST_MIN))
-        & _mm512_cmp_ps_mask::<_CMP_LE_OQ>(x, _mm512_set1_ps(f32::MAX));
+    // Positive floats order as their bits do, and every other lane (negative, infinite, NaN) has
+    // bits above the largest finite value's: one unsigned compare of the bits' distance from
+    // the threshold's takes the range, where two float compares and a mask `and` did.
+    let (low, high) = (SQRT_FAST_MIN.to_bits() as i32, f32::MAX.to_bits() as i32);
+    let above_low = _mm512_sub_epi32(_mm512_castps_si512(x), _mm512_set1_epi32(low));
+    let in_range = _mm512_cmple_epu32_mask(above_low, _mm512_set1_epi32(high - low));
     if in_range == 0xFFFF {
         s
     } else {
