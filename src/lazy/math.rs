@@ -105,7 +105,8 @@ const SQRT_FAST_MIN: f32 = 7.888_609e-31; // 2^-100
 /// gives `s = x·y ≈ √x` and `h = y/2 ≈ 1/(2√x)`; one Goldschmidt step refines both, and `s + (x -
 /// s²)·h`, whose remainder the FMA computes exactly, rounds correctly. Checked offline over every
 /// f32 from 2^-100 to the largest finite value; lanes outside (smaller, subnormal, zero, negative,
-/// infinite, NaN) are computed by `vsqrtps` itself.
+/// infinite, NaN) are computed by `vsqrtps` itself. Programs with enough other work per square
+/// root use `vsqrtps` throughout (see `chunked`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 pub(crate) fn sqrt_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
@@ -117,8 +118,9 @@ pub(crate) fn sqrt_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__
     let (s, h) = (_mm512_fmadd_ps(s, e, s), _mm512_fmadd_ps(h, e, h));
     let s = _mm512_fmadd_ps(_mm512_fnmadd_ps(s, s, x), h, s);
     // Positive floats order as their bits do, and every other lane (negative, infinite, NaN) has
-    // bits above the largest finite value's: one unsigned compare of the bits' distance from
-    // the threshold's takes the range, where two float compares and a mask `and` did.
+    // bits above the largest finite value's. So the range is one unsigned compare of the bits'
+    // distance above the threshold's (lanes below it wrap around to huge distances), where two
+    // float compares and a mask `and` did.
     let (low, high) = (SQRT_FAST_MIN.to_bits() as i32, f32::MAX.to_bits() as i32);
     let above_low = _mm512_sub_epi32(_mm512_castps_si512(x), _mm512_set1_epi32(low));
     let in_range = _mm512_cmple_epu32_mask(above_low, _mm512_set1_epi32(high - low));
