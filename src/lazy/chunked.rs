@@ -19,11 +19,11 @@ use super::ops::{BinaryOp, UnaryOp};
 /// 256 and 0.72 at 512 (one chunk per block).
 pub(crate) const CHUNK: usize = 128;
 
-/// Whether running `program` chunk by chunk pays on this CPU: it can, and has instructions to
-/// overlap. A single one gains nothing and lost some: `[512, 256] · 2` summed over rows took
-/// 0.25 ms chunk by chunk and 0.21 ms one block at a time.
-pub(crate) fn pays(program: &[Instr]) -> bool {
-    program.len() > 1 && supports(program)
+/// `program` ready to run chunk by chunk, if that pays on this CPU: it can, and has
+/// instructions to overlap. A single one gains nothing and lost some: `[512, 256] · 2` summed over
+/// rows took 0.25 ms chunk by chunk and 0.21 ms one block at a time.
+pub(crate) fn if_it_pays(program: &[Instr]) -> Option<Chunked<'_>> {
+    (program.len() > 1).then(|| Chunked::new(program)).flatten()
 }
 
 /// Whether `program` can run chunk by chunk on this CPU.
@@ -88,41 +88,65 @@ fn avx512() -> bool {
     }
 }
 
-/// Runs `program` over `len` values, chunk by chunk. Value `v < leaves.len()` is read from
-/// `leaves[v]`; instruction `i`'s result goes to its chunk of `tile`, except the last one's,
-/// which goes to `out`: `tile` needs `CHUNK` values per instruction, and on a cache line keeps
-/// vector loads and stores from straddling two.
-///
-/// # Safety
-/// Each leaf pointer must be valid for reading `len` values and `out` for writing `len`; `out`
-/// must overlap no leaf.
-///
-/// # Panics
-/// If [`supports`] is false, or `tile` is too short.
-pub(crate) unsafe fn run(
-    program: &[Instr],
-    leaves: &[*const f32],
-    tile: &mut [f32],
-    out: *mut f32,
-    len: usize,
-) {
-    assert!(
-        supports(program) && tile.len() >= CHUNK * program.len(),
-        "chunked run of {} instructions with {} tile values",
-        program.len(),
-        tile.len()
-    );
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the CPU supports AVX-512F and the tile is large enough (both asserted just above);
-    // the rest is the caller's promise.
-    unsafe {
-        run_avx512(program, leaves, tile, out, len)
+/// A program checked, once per kernel, to run chunk by chunk on this CPU, with its square-root
+/// choice made: a kernel runs it on every block, and checking the program on each took a
+/// measurable share of the 8-op chain.
+pub(crate) struct Chunked<'p> {
+    program: &'p [Instr],
+    hardware_sqrt: bool,
+}
+
+impl<'p> Chunked<'p> {
+    /// `program`, if it can run chunk by chunk here (see [`supports`]).
+    pub(crate) fn new(program: &'p [Instr]) -> Option<Self> {
+        supports(program).then(|| Chunked {
+            program,
+            hardware_sqrt: sqrt_by_hardware(program),
+        })
+    }
+
+    /// Values of tile a run needs: a chunk per instruction.
+    pub(crate) fn tile_len(&self) -> usize {
+        CHUNK * self.program.len()
+    }
+
+    /// Runs the program over `len` values, chunk by chunk. Value `v < leaves.len()` is read from
+    /// `leaves[v]`; instruction `i`'s result goes to its chunk of `tile`, except the last one's,
+    /// which goes to `out`. `tile` on a cache line keeps vector loads and stores from straddling
+    /// two.
+    ///
+    /// # Safety
+    /// Each leaf pointer must be valid for reading `len` values and `out` for writing `len`; `out`
+    /// must overlap no leaf.
+    ///
+    /// # Panics
+    /// If `tile` is shorter than [`Chunked::tile_len`].
+    pub(crate) unsafe fn run(&self, leaves: &[*const f32], tile: &mut [f32], out: *mut f32, len: usize) {
+        assert!(
+            tile.len() >= self.tile_len(),
+            "chunked run of {} instructions with {} tile values",
+            self.program.len(),
+            tile.len()
+        );
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the CPU supports AVX-512F (`new` checked) and the tile is large enough
+        // (asserted just above); the rest is the caller's promise.
+        unsafe {
+            run_avx512(self.program, self.hardware_sqrt, leaves, tile, out, len)
+        }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn run_avx512(program: &[Instr], leaves: &[*const f32], tile: &mut [f32], out: *mut f32, len: usize) {
+unsafe fn run_avx512(
+    program: &[Instr],
+    hardware_sqrt: bool,
+    leaves: &[*const f32],
+    tile: &mut [f32],
+    out: *mut f32,
+    len: usize,
+) {
     let n_leaves = leaves.len();
     let Some(last) = program.len().checked_sub(1) else {
         return;
@@ -146,7 +170,6 @@ unsafe fn run_avx512(program: &[Instr], leaves: &[*const f32], tile: &mut [f32],
             tile.add(i * CHUNK)
         }
     };
-    let hardware_sqrt = sqrt_by_hardware(program);
     // Whole chunks, whose constant length leaves the ops' loops without a bound to check.
     let whole = len - len % CHUNK;
     for start in (0..whole).step_by(CHUNK) {
@@ -289,21 +312,17 @@ mod tests {
             .chain([Instr::Where(0, 1, 0), Instr::Where(1, 0, 1)]);
         let mut tile = vec![0.0; CHUNK];
         let mut tested = 0;
-        for instr in instrs.filter(|instr| supports(&[*instr])) {
+        for instr in instrs {
+            let program = [instr];
+            let Some(chunked) = Chunked::new(&program) else {
+                continue;
+            };
             tested += 1;
             // Lengths from a partial vector to past a chunk boundary.
             for len in [1, 15, 16, 17, CHUNK - 1, CHUNK, CHUNK + 3, a.len()] {
                 let mut out = vec![f32::NAN; len];
                 // SAFETY: both leaves hold at least `len` values, and `out` is separate.
-                unsafe {
-                    run(
-                        &[instr],
-                        &[a.as_ptr(), b.as_ptr()],
-                        &mut tile,
-                        out.as_mut_ptr(),
-                        len,
-                    )
-                };
+                unsafe { chunked.run(&[a.as_ptr(), b.as_ptr()], &mut tile, out.as_mut_ptr(), len) };
                 for i in 0..len {
                     let want = match instr {
                         Instr::Unary(op, _) => unary_f32(op, a[i]),
@@ -377,18 +396,12 @@ mod tests {
                 Instr::Binary(BinaryOp::Mul, 7, 0),
                 Instr::Binary(BinaryOp::Max, 8, 0),
             ];
-            let mut tile = vec![0.0; CHUNK * program.len()];
+            let chunked = Chunked::new(&program).expect("every op here has lanes");
+            assert_eq!(chunked.hardware_sqrt, f == UnaryOp::Exp);
+            let mut tile = vec![0.0; chunked.tile_len()];
             let mut out = vec![0.0; x.len()];
             // SAFETY: both leaves and `out` hold `x.len()` values, and `out` is separate.
-            unsafe {
-                run(
-                    &program,
-                    &[x.as_ptr(), two.as_ptr()],
-                    &mut tile,
-                    out.as_mut_ptr(),
-                    x.len(),
-                )
-            };
+            unsafe { chunked.run(&[x.as_ptr(), two.as_ptr()], &mut tile, out.as_mut_ptr(), x.len()) };
             for (i, (&x, &got)) in x.iter().zip(&out).enumerate() {
                 let t = binary_f32(BinaryOp::Add, x * 2.0, 2.0);
                 let t = unary_f32(f, unary_f32(UnaryOp::Relu, t));

@@ -246,13 +246,13 @@ impl Plan<'_> {
         let program = &self.kernel.program;
         let slot_count = self.slots.iter().flatten().max().map_or(0, |&m| m + 1);
         // Chunk by chunk, values live in the tile, and only the result may need a block buffer.
-        let chunked = chunked::pays(program);
+        let chunked = chunked::if_it_pays(program);
         let root_slot = (program.len().checked_sub(1)).and_then(|i| self.slots[self.kernel.leaves.len() + i]);
         Blocks {
             plan: self,
             slot_bufs: (0..slot_count)
                 .map(|s| {
-                    if chunked && Some(s) != root_slot {
+                    if chunked.is_some() && Some(s) != root_slot {
                         AlignedBlock::default()
                     } else {
                         scratch_block(len)
@@ -265,17 +265,14 @@ impl Plan<'_> {
                     _ => AlignedBlock::default(),
                 })
                 .collect(),
+            tile: chunked
+                .as_ref()
+                .map_or_else(AlignedBlock::default, |c| scratch_block(c.tile_len())),
+            leaf_ptrs: match chunked {
+                Some(_) => Vec::with_capacity(self.kernel.leaves.len()),
+                None => Vec::new(),
+            },
             chunked,
-            tile: if chunked {
-                scratch_block(chunked::CHUNK * program.len())
-            } else {
-                AlignedBlock::default()
-            },
-            leaf_ptrs: if chunked {
-                Vec::with_capacity(self.kernel.leaves.len())
-            } else {
-                Vec::new()
-            },
         }
     }
 
@@ -392,9 +389,9 @@ struct Blocks<'p> {
     plan: &'p Plan<'p>,
     slot_bufs: Vec<AlignedBlock>,
     gathered: Vec<AlignedBlock>,
-    /// Whether the program runs chunk by chunk; then a chunk per instruction, and each leaf's
-    /// values over the current block.
-    chunked: bool,
+    /// The program, if it runs chunk by chunk; then the tile has a chunk per instruction, and
+    /// `leaf_ptrs` each leaf's values over the current block.
+    chunked: Option<chunked::Chunked<'p>>,
     tile: AlignedBlock,
     leaf_ptrs: Vec<*const f32>,
 }
@@ -446,7 +443,7 @@ impl Blocks<'_> {
         let Some(root) = kernel.program.len().checked_sub(1) else {
             return;
         };
-        if self.chunked {
+        if let Some(chunked) = &self.chunked {
             self.leaf_ptrs.clear();
             for v in 0..leaves {
                 let values = leaf_block(plan, &self.gathered, v, start, len);
@@ -461,7 +458,7 @@ impl Blocks<'_> {
             };
             // SAFETY: each leaf pointer starts `len` values of a leaf's block; `out` is `len`
             // values of the kernel's output or of the root's block buffer, which no leaf is.
-            unsafe { chunked::run(&kernel.program, &self.leaf_ptrs, self.tile.values_mut(), out, len) };
+            unsafe { chunked.run(&self.leaf_ptrs, self.tile.values_mut(), out, len) };
             return;
         }
         for (i, instr) in kernel.program.iter().enumerate() {
