@@ -195,9 +195,11 @@ impl Drop for Node {
         // Only the ops of nodes this drop owns alone go on the stack (which then allocates);
         // shared nodes are just released. Ops, not nodes, are moved: a node is twice the size.
         let mut stack: Vec<Op> = Vec::new();
+        // `into_inner` releases a shared input in one locked instruction, where asking
+        // `get_mut` first and then dropping took two.
         let release = |op: Op, stack: &mut Vec<Op>| {
-            for mut input in op.into_inputs().map(|b| b.node) {
-                if let Some(op) = Arc::get_mut(&mut input).and_then(Node::dismantle) {
+            for input in op.into_inputs().map(|b| b.node) {
+                if let Some(op) = Arc::into_inner(input).as_mut().and_then(Node::dismantle) {
                     stack.push(op);
                 }
             }
