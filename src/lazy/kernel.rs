@@ -3,6 +3,7 @@
 //! full-size temporaries.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
@@ -248,30 +249,27 @@ impl Plan<'_> {
         // Chunk by chunk, values live in the tile, and only the result may need a block buffer.
         let chunked = chunked::if_it_pays(program);
         let root_slot = (program.len().checked_sub(1)).and_then(|i| self.slots[self.kernel.leaves.len() + i]);
+        let (mut slot_bufs, mut gathered, leaf_ptrs) =
+            LISTS.try_with(Cell::take).ok().flatten().unwrap_or_default();
+        slot_bufs.extend((0..slot_count).map(|s| {
+            if chunked.is_some() && Some(s) != root_slot {
+                AlignedBlock::default()
+            } else {
+                scratch_block(len)
+            }
+        }));
+        gathered.extend(self.access.iter().map(|a| match a {
+            LeafAccess::Strided(_) => scratch_block(len),
+            _ => AlignedBlock::default(),
+        }));
         Blocks {
             plan: self,
-            slot_bufs: (0..slot_count)
-                .map(|s| {
-                    if chunked.is_some() && Some(s) != root_slot {
-                        AlignedBlock::default()
-                    } else {
-                        scratch_block(len)
-                    }
-                })
-                .collect(),
-            gathered: (self.access.iter())
-                .map(|a| match a {
-                    LeafAccess::Strided(_) => scratch_block(len),
-                    _ => AlignedBlock::default(),
-                })
-                .collect(),
+            slot_bufs,
+            gathered,
             tile: chunked
                 .as_ref()
                 .map_or_else(AlignedBlock::default, |c| scratch_block(c.tile_len())),
-            leaf_ptrs: match chunked {
-                Some(_) => Vec::with_capacity(self.kernel.leaves.len()),
-                None => Vec::new(),
-            },
+            leaf_ptrs,
             chunked,
         }
     }
@@ -513,7 +511,23 @@ impl Drop for Blocks<'_> {
                 .chain(self.gathered.drain(..))
                 .chain([tile]),
         );
+        self.leaf_ptrs.clear();
+        let lists = (
+            std::mem::take(&mut self.slot_bufs),
+            std::mem::take(&mut self.gathered),
+            std::mem::take(&mut self.leaf_ptrs),
+        );
+        let _ = LISTS.try_with(|l| l.set(Some(lists)));
     }
+}
+
+/// A block buffer list, a leaf buffer list and a leaf pointer list, all empty.
+type Lists = (Vec<AlignedBlock>, Vec<AlignedBlock>, Vec<*const f32>);
+
+thread_local! {
+    /// The lists of this thread's last finished `Blocks`, for the next: a small step runs a dozen
+    /// kernels, and each took its three lists from the allocator.
+    static LISTS: Cell<Option<Lists>> = const { Cell::new(None) };
 }
 
 /// The least work one thread takes of a split elementwise kernel (or tiled copy): waking a
