@@ -8,87 +8,94 @@ use super::kernel::PARALLEL_CHUNK;
 use super::view::View;
 use super::{alloc, parallel};
 use crate::shape::runtime::{numel, write_contiguous_strides};
+use crate::simd::simd_dispatch;
 
-/// Copies elements `start .. start + out.len()` (row-major over `view`'s shape) of `buf` seen
-/// through `view` into `out`; masked elements read as 0.
-///
-/// Runs once per block and strided leaf, often over short rows (a `[batch, 1]` column broadcast
-/// across 10 classes), so the row's buffer position is kept up to date rather than recomputed,
-/// and rows that are plain copies or one repeated value take a fast path.
-pub(crate) fn gather(buf: &[f32], view: &View, start: usize, out: &mut [f32]) {
-    let shape = view.shape();
-    let strides = view.strides();
-    let rank = shape.len();
-    if out.is_empty() {
-        return; // also keeps a zero-size axis from being divided by below
-    }
-    if rank == 0 {
-        if let Some(o) = out.first_mut() {
-            *o = view.position(&[]).map_or(0.0, |p| buf[p as usize]);
+simd_dispatch! {
+    /// Copies elements `start .. start + out.len()` (row-major over `view`'s shape) of `buf` seen
+    /// through `view` into `out`; masked elements read as 0.
+    ///
+    /// Runs once per block and strided leaf, often over short rows (a `[batch, 1]` column
+    /// broadcast across 10 classes), so the row's buffer position is kept up to date rather than
+    /// recomputed, and rows that are plain copies or one repeated value take a fast path. Compiled
+    /// for AVX-512 and AVX2 too: a long repeated value (a row's maximum across 1024 columns) was
+    /// filled 16 bytes a store, and the two such leaves of a log_softmax's last kernel took 45 % of
+    /// it.
+    pub(crate) fn gather(buf: &[f32], view: &View, start: usize, out: &mut [f32]) {
+        let shape = view.shape();
+        let strides = view.strides();
+        let rank = shape.len();
+        if out.is_empty() {
+            return; // also keeps a zero-size axis from being divided by below
         }
-        return;
-    }
-    let last = rank - 1;
-    // Ranks up to 8 keep the index on the stack: a gather runs once per block.
-    let (mut small, mut large) = ([0usize; 8], Vec::new());
-    let index: &mut [usize] = if rank <= small.len() {
-        &mut small[..rank]
-    } else {
-        large.resize(rank, 0);
-        &mut large
-    };
-    let mut rest = start;
-    for d in (0..rank).rev() {
-        index[d] = rest % shape[d];
-        rest /= shape[d];
-    }
-    let mask = view.mask();
-    let (lo, hi) = mask.map_or((0, shape[last]), |m| m[last]);
-    let row_unmasked = lo == 0 && hi == shape[last];
-    let stride = strides[last];
-    // Buffer position of element `[index[..last], 0]`.
-    let mut base = view.offset() + (0..last).map(|d| index[d] as isize * strides[d]).sum::<isize>();
-    let mut written = 0;
-    while written < out.len() {
-        let count = (out.len() - written).min(shape[last] - index[last]);
-        let row = &mut out[written..written + count];
-        let first = index[last];
-        let outer_visible = mask.is_none_or(|m| (0..last).all(|d| index[d] >= m[d].0 && index[d] < m[d].1));
-        if !outer_visible {
-            row.fill(0.0);
-        } else if row_unmasked && stride == 1 {
-            let from = (base + first as isize) as usize;
-            row.copy_from_slice(&buf[from..from + count]);
-        } else if row_unmasked && stride == 0 {
-            row.fill(buf[base as usize]);
-        } else if row_unmasked {
-            for (j, o) in row.iter_mut().enumerate() {
-                *o = buf[(base + (first + j) as isize * stride) as usize];
+        if rank == 0 {
+            if let Some(o) = out.first_mut() {
+                *o = view.position(&[]).map_or(0.0, |p| buf[p as usize]);
             }
+            return;
+        }
+        let last = rank - 1;
+        // Ranks up to 8 keep the index on the stack: a gather runs once per block.
+        let (mut small, mut large) = ([0usize; 8], Vec::new());
+        let index: &mut [usize] = if rank <= small.len() {
+            &mut small[..rank]
         } else {
-            for (j, o) in row.iter_mut().enumerate() {
-                let i = first + j;
-                *o = if i >= lo && i < hi {
-                    buf[(base + i as isize * stride) as usize]
-                } else {
-                    0.0
-                };
-            }
+            large.resize(rank, 0);
+            &mut large
+        };
+        let mut rest = start;
+        for d in (0..rank).rev() {
+            index[d] = rest % shape[d];
+            rest /= shape[d];
         }
-        written += count;
-        index[last] += count;
-        // Carry into the outer axes, moving `base` along with the index.
-        for d in (1..rank).rev() {
-            if index[d] < shape[d] {
-                break;
+        let mask = view.mask();
+        let (lo, hi) = mask.map_or((0, shape[last]), |m| m[last]);
+        let row_unmasked = lo == 0 && hi == shape[last];
+        let stride = strides[last];
+        // Buffer position of element `[index[..last], 0]`.
+        let mut base = view.offset() + (0..last).map(|d| index[d] as isize * strides[d]).sum::<isize>();
+        let mut written = 0;
+        while written < out.len() {
+            let count = (out.len() - written).min(shape[last] - index[last]);
+            let row = &mut out[written..written + count];
+            let first = index[last];
+            let outer_visible =
+                mask.is_none_or(|m| (0..last).all(|d| index[d] >= m[d].0 && index[d] < m[d].1));
+            if !outer_visible {
+                row.fill(0.0);
+            } else if row_unmasked && stride == 1 {
+                let from = (base + first as isize) as usize;
+                row.copy_from_slice(&buf[from..from + count]);
+            } else if row_unmasked && stride == 0 {
+                row.fill(buf[base as usize]);
+            } else if row_unmasked {
+                for (j, o) in row.iter_mut().enumerate() {
+                    *o = buf[(base + (first + j) as isize * stride) as usize];
+                }
+            } else {
+                for (j, o) in row.iter_mut().enumerate() {
+                    let i = first + j;
+                    *o = if i >= lo && i < hi {
+                        buf[(base + i as isize * stride) as usize]
+                    } else {
+                        0.0
+                    };
+                }
             }
-            if d < last {
-                base -= shape[d] as isize * strides[d];
-            }
-            index[d] = 0;
-            index[d - 1] += 1;
-            if d - 1 < last {
-                base += strides[d - 1];
+            written += count;
+            index[last] += count;
+            // Carry into the outer axes, moving `base` along with the index.
+            for d in (1..rank).rev() {
+                if index[d] < shape[d] {
+                    break;
+                }
+                if d < last {
+                    base -= shape[d] as isize * strides[d];
+                }
+                index[d] = 0;
+                index[d - 1] += 1;
+                if d - 1 < last {
+                    base += strides[d - 1];
+                }
             }
         }
     }
