@@ -126,13 +126,16 @@ impl FusedKernel {
             && reduced.last().is_some_and(|&last| last + 1 < rank)
             && (reduced[0] == 0 || inner >= 16);
         // Otherwise iterate kept axes outermost and reduced axes innermost, so each output is one
-        // run. Without a reduction that is the kernel's own order.
-        let order: Option<Vec<usize>> = (self.reduce.is_some() && !columns).then(|| {
-            (0..rank)
-                .filter(|a| !reduced.contains(a))
-                .chain(reduced.iter().copied())
-                .collect()
-        });
+        // run. Without a reduction, or when the reduced axes are the last ones (a row maximum),
+        // that is the kernel's own order, and its leaves' views serve as they are.
+        let order: Option<AxisVec<usize>> = (self.reduce.is_some() && !columns)
+            .then(|| {
+                (0..rank)
+                    .filter(|a| !reduced.contains(a))
+                    .chain(reduced.iter().copied())
+                    .collect()
+            })
+            .filter(|order: &AxisVec<usize>| order.iter().enumerate().any(|(d, &a)| d != a));
         let n = numel(&self.shape);
         let access: Vec<LeafAccess> = self
             .leaves
