@@ -34,6 +34,21 @@ simd_dispatch! {
             return;
         }
         let last = rank - 1;
+        // A column repeated along rows (`[batch, 1]` across classes) in one short loop per row,
+        // without the general walk's carries and mask checks: the loss's kernels read three.
+        if rank == 2 && strides[1] == 0 && view.mask().is_none() {
+            let (width, row_stride) = (shape[1], strides[0]);
+            let mut row = start / width;
+            let mut first = start % width;
+            let mut rest = &mut *out;
+            while !rest.is_empty() {
+                let count = rest.len().min(width - first);
+                let (run, more) = rest.split_at_mut(count);
+                run.fill(buf[(view.offset() + row as isize * row_stride) as usize]);
+                (rest, row, first) = (more, row + 1, 0);
+            }
+            return;
+        }
         // Ranks up to 8 keep the index on the stack: a gather runs once per block.
         let (mut small, mut large) = ([0usize; 8], Vec::new());
         let index: &mut [usize] = if rank <= small.len() {
@@ -219,6 +234,16 @@ mod tests {
                 .expand(&[3, 2, 6])
                 .pad(&[(0, 1), (1, 0), (0, 2)]),
             View::contiguous(&[60]),
+            // Rank 2 columns repeated along rows (their own path): plain, offset, every other
+            // value, and padded (the general walk).
+            View::contiguous(&[6, 1]).expand(&[6, 7]),
+            View::contiguous(&[12, 1])
+                .shrink(&[(2, 10), (0, 1)])
+                .expand(&[8, 5]),
+            View::contiguous(&[6, 2])
+                .shrink(&[(0, 6), (1, 2)])
+                .expand(&[6, 4]),
+            View::contiguous(&[4, 1]).expand(&[4, 5]).pad(&[(1, 0), (0, 2)]),
         ];
         for view in &views {
             let want = by_position(&buf, view);
