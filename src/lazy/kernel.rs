@@ -885,6 +885,7 @@ fn sum_short(values: &[f32]) -> f32 {
     (((a + e) + (c + g)) + ((b + f) + (d + h))) + tail
 }
 
+/// The 64-lane sum itself, for any length.
 #[inline(always)]
 fn sum_lanes(values: &[f32]) -> f32 {
     const LANES: usize = 64;
