@@ -18,7 +18,7 @@ use super::ops::{BinaryOp, UnaryOp};
 /// and its dispatch is paid once per eight. The 8-op chain took 0.67 ms per 1M at 128, 0.69 at
 /// 256 and 0.72 at 512 (one chunk per block); rerun with `vsqrtps` in it (mean of 2,500 passes,
 /// three runs each), 0.63–0.64 ms at 128, 0.64–0.67 at 256 and 0.69–0.74 at 64.
-pub(crate) const CHUNK: usize = 128;
+const CHUNK: usize = 128;
 
 /// `program` ready to run chunk by chunk, if that pays on this CPU: it can, and has
 /// instructions to overlap. A single one gains nothing and lost some: `[512, 256] · 2` summed over
