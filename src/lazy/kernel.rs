@@ -499,7 +499,7 @@ fn leaf_block<'a>(
 }
 
 /// An initialized slice seen as one that instructions write without reading.
-fn as_uninit(values: &mut [f32]) -> &mut [MaybeUninit<f32>] {
+pub(super) fn as_uninit(values: &mut [f32]) -> &mut [MaybeUninit<f32>] {
     // SAFETY: same layout; only `execute` writes through the result, and it writes initialized
     // values only, so `values` stays initialized.
     unsafe { &mut *(values as *mut [f32] as *mut [MaybeUninit<f32>]) }

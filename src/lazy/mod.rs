@@ -36,6 +36,7 @@ mod aligned;
 mod alloc;
 mod axes;
 mod chunked;
+mod epilogue;
 pub(crate) mod fast_hash;
 mod gather;
 mod kernel;

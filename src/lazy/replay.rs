@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use super::LazyBuffer;
 use super::axes::AxisVec;
+use super::epilogue::Epilogue;
 use super::fast_hash::FastMap;
 use super::kernel::{FusedKernel, Leaf, Program};
 use super::node::{Node, Op};
@@ -29,6 +30,18 @@ pub(super) enum Source {
     One,
 }
 
+impl Source {
+    /// The buffer it names, in a graph of `nodes` with outside inputs `externals`.
+    pub(super) fn buffer(&self, nodes: &[Arc<Node>], externals: &[Arc<Node>]) -> Arc<Vec<f32>> {
+        let buf = match self {
+            Source::Node(j) => nodes[*j].buffer(),
+            Source::External(slot) => externals[*slot].buffer(),
+            Source::One => Some(Arc::new(vec![1.0])),
+        };
+        buf.expect("a kernel's inputs are realized before it runs")
+    }
+}
+
 /// A fused kernel whose leaves are described by where they come from.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct KernelPlan {
@@ -42,16 +55,9 @@ impl KernelPlan {
     /// The runnable kernel, reading `nodes` (the graph, in order) and `externals` (by slot).
     pub(super) fn bind(&self, nodes: &[Arc<Node>], externals: &[Arc<Node>]) -> FusedKernel {
         let leaves = (self.leaves.iter())
-            .map(|(source, view)| {
-                let buf = match source {
-                    Source::Node(j) => nodes[*j].buffer(),
-                    Source::External(slot) => externals[*slot].buffer(),
-                    Source::One => Some(Arc::new(vec![1.0])),
-                };
-                Leaf {
-                    buf: buf.expect("a kernel's inputs are realized before it runs"),
-                    view: view.clone(),
-                }
+            .map(|(source, view)| Leaf {
+                buf: source.buffer(nodes, externals),
+                view: view.clone(),
             })
             .collect();
         FusedKernel {
@@ -68,6 +74,14 @@ impl KernelPlan {
 pub(super) enum Step {
     MatMul(usize),
     Fused(usize, KernelPlan),
+    /// The matmul at `product` with the epilogue that the fused kernel at `kernel` (its only
+    /// reader, planned as `plan`) computes, into `kernel`'s node.
+    Product {
+        product: usize,
+        kernel: usize,
+        plan: KernelPlan,
+        epilogue: Epilogue,
+    },
 }
 
 /// Graphs of more nodes are neither described nor kept: their description would be large, and

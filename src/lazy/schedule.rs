@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::axes::AxisVec;
+use super::epilogue::Epilogue;
 use super::fast_hash::{FastMap, FastSet};
 use super::kernel::{FusedKernel, Instr, Leaf, Program, execute, fill_output, line_aligned_blocks, operands};
 use super::node::{Node, Op};
@@ -112,7 +113,7 @@ fn realize_single(root: &LazyBuffer) -> bool {
             Op::MatMul(a, b) if a.is_realized() && b.is_realized() => {
                 let (a, b) = (a.clone(), b.clone());
                 drop(pending);
-                run_matmul(&root.node, &a, &b);
+                run_matmul(&root.node, &a, &b, None);
                 return true;
             }
             _ => return false,
@@ -176,17 +177,33 @@ fn run_kernel(node: &Node, kernel: FusedKernel) {
     record(node, output, ops, trace);
 }
 
-/// Runs `a · b` (both realized) for `node`, records it, and stores the result.
-fn run_matmul(node: &Node, a: &LazyBuffer, b: &LazyBuffer) {
+/// Runs `a · b` (both realized) for `node`, then `epilogue` on it if given (with its bias
+/// row's buffer), records it, and stores the result.
+fn run_matmul(
+    node: &Node,
+    a: &LazyBuffer,
+    b: &LazyBuffer,
+    epilogue: Option<(&Epilogue, Option<Arc<Vec<f32>>>)>,
+) {
     let trace = stats::tracing().then(|| {
         let what = format!("matmul {:?} x {:?}", a.shape(), b.shape());
         (what, Instant::now())
     });
     let (ab, av) = operand(a);
     let (bb, bv) = operand(b);
-    let (out, path) = matmul::run(&ab, &av, &bb, &bv);
-    let trace = trace.map(|(what, started)| (format!("{what} on {path}"), started));
-    record(node, out, 1, trace);
+    let (mut out, path) = matmul::run(&ab, &av, &bb, &bv);
+    let mut ops = 1;
+    if let Some((epilogue, bias_buf)) = &epilogue {
+        let n = node.shape.last().copied().unwrap_or(1);
+        let bias = (epilogue.bias.as_ref().zip(bias_buf.as_deref())).map(|(b, buf)| &buf[b.offset..][..n]);
+        epilogue.apply(bias, &mut out, n);
+        ops += epilogue.ops();
+    }
+    let trace = trace.map(|(what, started)| {
+        let then = (epilogue.as_ref()).map_or(String::new(), |(e, _)| format!(", then {}", e.describe()));
+        (format!("{what} on {path}{then}"), started)
+    });
+    record(node, out, ops, trace);
 }
 
 /// Counts a kernel's run, traces it if asked, and stores its output in `node`.
@@ -234,8 +251,12 @@ struct Graph {
     nodes: Vec<Arc<Node>>,
     ops: Vec<Op>,
     index: FastMap<u64, usize>,
-    /// Index of the kernel root each node belongs to.
+    /// Index of the kernel root each node belongs to. A matmul whose only reader is one
+    /// elementwise kernel belongs to that kernel: it runs just before it, and with it (see
+    /// [`Epilogue`]) when the kernel is a bias or relu.
     kernel_of: Vec<usize>,
+    /// For a kernel root, the matmul that belongs to it.
+    product_of: Vec<Option<usize>>,
 }
 
 impl Graph {
@@ -245,6 +266,7 @@ impl Graph {
             ops: std::mem::take(&mut scratch.ops),
             index: std::mem::take(&mut scratch.index),
             kernel_of: Vec::new(),
+            product_of: Vec::new(),
         };
         // Iterative post-order DFS: deep graphs must not overflow the stack.
         let visited = &mut scratch.visited;
@@ -327,6 +349,17 @@ impl Graph {
                 }
             }
         }
+        self.product_of = vec![None; n];
+        for (i, consumers) in consumed_by.into_iter().enumerate() {
+            if let (Op::MatMul(..), Consumers::OneKernel(k)) = (&self.ops[i], consumers)
+                && self.ops[k].is_elementwise()
+                && self.product_of[k].is_none()
+                && !requested.contains(&self.nodes[i].id)
+            {
+                self.product_of[k] = Some(i);
+                self.kernel_of[i] = k;
+            }
+        }
     }
 
     /// Runs every kernel root in topological order. `Err(id)` names a node that must be a root.
@@ -349,12 +382,34 @@ impl Graph {
             }
             match &self.ops[i] {
                 Op::MatMul(a, b) => {
-                    run_matmul(&self.nodes[i], a, b);
+                    run_matmul(&self.nodes[i], a, b, None);
                     steps.push(Step::MatMul(i));
                 }
                 op => {
                     let (plan, structural) = self.build(i, op, memo, &signature.slots)?;
                     replayable &= structural;
+                    if let Some(p) = self.product_of[i] {
+                        let Op::MatMul(a, b) = &self.ops[p] else {
+                            unreachable!("only matmuls belong to another kernel's root")
+                        };
+                        if self.nodes[p].is_realized() {
+                            // Realized by another thread: a replay would not have it.
+                            replayable = false;
+                        } else if let Some(epilogue) = Epilogue::recognize(&plan, p) {
+                            let bias = self.bias(&epilogue, &signature.externals);
+                            run_matmul(&self.nodes[i], a, b, Some((&epilogue, bias)));
+                            steps.push(Step::Product {
+                                product: p,
+                                kernel: i,
+                                plan,
+                                epilogue,
+                            });
+                            continue;
+                        } else {
+                            run_matmul(&self.nodes[p], a, b, None);
+                            steps.push(Step::MatMul(p));
+                        }
+                    }
                     run_kernel(&self.nodes[i], plan.bind(&self.nodes, &signature.externals));
                     steps.push(Step::Fused(i, plan));
                 }
@@ -367,16 +422,39 @@ impl Graph {
     /// Runs the steps of an earlier graph with this one's structure.
     fn replay(&self, steps: &[Step], externals: &[Arc<Node>]) {
         for step in steps {
-            let (Step::MatMul(i) | Step::Fused(i, _)) = *step;
-            if self.nodes[i].is_realized() {
-                continue;
-            }
-            match (step, &self.ops[i]) {
-                (Step::MatMul(_), Op::MatMul(a, b)) => run_matmul(&self.nodes[i], a, b),
-                (Step::Fused(_, plan), _) => run_kernel(&self.nodes[i], plan.bind(&self.nodes, externals)),
-                (Step::MatMul(_), op) => unreachable!("a matmul step replayed on {op:?}"),
+            match step {
+                Step::MatMul(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. }
+                    if self.nodes[*i].is_realized() => {}
+                Step::MatMul(i) => {
+                    let Op::MatMul(a, b) = &self.ops[*i] else {
+                        unreachable!("a matmul step replayed on {:?}", self.ops[*i])
+                    };
+                    run_matmul(&self.nodes[*i], a, b, None);
+                }
+                Step::Fused(i, plan) => run_kernel(&self.nodes[*i], plan.bind(&self.nodes, externals)),
+                Step::Product {
+                    product,
+                    kernel,
+                    plan,
+                    epilogue,
+                } => {
+                    let Op::MatMul(a, b) = &self.ops[*product] else {
+                        unreachable!("a product step replayed on {:?}", self.ops[*product])
+                    };
+                    if self.nodes[*product].is_realized() {
+                        run_kernel(&self.nodes[*kernel], plan.bind(&self.nodes, externals));
+                    } else {
+                        let bias = self.bias(epilogue, externals);
+                        run_matmul(&self.nodes[*kernel], a, b, Some((epilogue, bias)));
+                    }
+                }
             }
         }
+    }
+
+    /// The buffer of an epilogue's bias row, if it adds one.
+    fn bias(&self, epilogue: &Epilogue, externals: &[Arc<Node>]) -> Option<Arc<Vec<f32>>> {
+        (epilogue.bias.as_ref()).map(|b| b.source.buffer(&self.nodes, externals))
     }
 
     /// Debug builds check every replay against a fresh schedule of the same graph.
@@ -389,24 +467,56 @@ impl Graph {
         memo: &mut FastMap<(u64, View), usize>,
     ) {
         self.group(roots, &FastSet::default());
-        let kernel_roots: Vec<usize> = (0..self.nodes.len())
-            .filter(|&i| self.kernel_of[i] == i)
-            .collect();
-        let replayed: Vec<usize> = (steps.iter())
-            .map(|step| match step {
-                Step::MatMul(i) | Step::Fused(i, _) => *i,
+        let plans: FastMap<usize, &KernelPlan> = (steps.iter())
+            .filter_map(|step| match step {
+                Step::Fused(i, plan) | Step::Product { kernel: i, plan, .. } => Some((*i, plan)),
+                Step::MatMul(_) => None,
             })
             .collect();
-        assert_eq!(kernel_roots, replayed, "a replayed schedule has other kernels");
-        for step in steps {
-            if let Step::Fused(i, plan) = step {
-                // A node another thread realized meanwhile is read, not recomputed, by a fresh
-                // plan; the replay recomputes it, to the same values.
-                match self.build(*i, &self.ops[*i], memo, &signature.slots) {
-                    Ok((fresh, true)) => assert_eq!(&fresh, plan, "kernel {i} replayed"),
-                    Ok((_, false)) => {}
-                    Err(id) => panic!("kernel {i} replayed, but node {id} does not compose"),
+        // Each kernel root in order, with the product it ran with (a matmul belonging to it
+        // runs as a step of its own just before it unless the kernel is an epilogue).
+        let mut expected = Vec::new();
+        for i in (0..self.nodes.len()).filter(|&i| self.kernel_of[i] == i) {
+            match (self.product_of[i], plans.get(&i)) {
+                (Some(p), Some(plan)) if Epilogue::recognize(plan, p).is_some() => {
+                    expected.push((i, Some(p)))
                 }
+                (Some(p), _) => expected.extend([(p, None), (i, None)]),
+                (None, _) => expected.push((i, None)),
+            }
+        }
+        let replayed: Vec<(usize, Option<usize>)> = (steps.iter())
+            .map(|step| match step {
+                Step::MatMul(i) | Step::Fused(i, _) => (*i, None),
+                Step::Product { product, kernel, .. } => (*kernel, Some(*product)),
+            })
+            .collect();
+        assert_eq!(expected, replayed, "a replayed schedule has other kernels");
+        for step in steps {
+            let (i, plan) = match step {
+                Step::Fused(i, plan) => (*i, plan),
+                Step::Product {
+                    product,
+                    kernel,
+                    plan,
+                    epilogue,
+                } => {
+                    let fresh = Epilogue::recognize(plan, *product);
+                    assert_eq!(
+                        fresh.as_ref(),
+                        Some(epilogue),
+                        "epilogue of kernel {kernel} replayed"
+                    );
+                    (*kernel, plan)
+                }
+                Step::MatMul(_) => continue,
+            };
+            // A node another thread realized meanwhile is read, not recomputed, by a fresh
+            // plan; the replay recomputes it, to the same values.
+            match self.build(i, &self.ops[i], memo, &signature.slots) {
+                Ok((fresh, true)) => assert_eq!(&fresh, plan, "kernel {i} replayed"),
+                Ok((_, false)) => {}
+                Err(id) => panic!("kernel {i} replayed, but node {id} does not compose"),
             }
         }
         memo.clear();
@@ -488,7 +598,9 @@ impl Builder<'_> {
             return Ok(v);
         }
         let position = self.graph.index.get(&node.id).copied();
-        let here = position.filter(|&j| self.graph.kernel_of[j] == self.kernel);
+        // A matmul belonging to this kernel is read from its buffer, like any other kernel's.
+        let here = position
+            .filter(|&j| self.graph.kernel_of[j] == self.kernel && self.graph.ops[j].is_elementwise());
         let value = match here {
             Some(j) if !node.is_realized() => self.fused(j, &access)?,
             _ => {

@@ -1,0 +1,219 @@
+//! A product's epilogue: a bias row added to a matrix product, relu after it, or both, run as
+//! part of the product when the product's only reader is that kernel (a `Linear` layer's
+//! `x·Wᵀ + b`, then relu). It must give, bit for bit, what the unfused kernels give on every path
+//! the product can take (the direct tile, read in place or transposed, sgemm on one thread or
+//! split between threads, batched), with NaN, infinities and signed zeros in the values, and it
+//! must run as one kernel where it applies and leave every other graph as it was.
+
+use teenygrad::lazy::{BinaryOp, LazyBuffer, UnaryOp, reference, stats};
+
+/// Values in [-1, 1) on a coarse grid, seeded, with a NaN, both infinities and -0.0 placed in
+/// when `special` (each propagates through the product to its row or column).
+fn values(n: usize, seed: u64, special: bool) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut v: Vec<f32> = (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 2048) as f32 / 1024.0 - 1.0
+        })
+        .collect();
+    if special && n >= 8 {
+        let nan_with_payload = f32::from_bits(0x7fc0_0000 | seed as u32 & 0xffff);
+        v[n / 7] = nan_with_payload;
+        v[n / 3] = f32::INFINITY;
+        v[n / 2] = f32::NEG_INFINITY;
+        v[n - 1] = -0.0;
+    }
+    v
+}
+
+fn buffer(shape: &[usize], seed: u64, special: bool) -> LazyBuffer {
+    LazyBuffer::from_vec(values(shape.iter().product(), seed, special), shape).unwrap()
+}
+
+/// An epilogue's form, on product `p` and a bias row `b` broadcast over it.
+type Form = fn(&LazyBuffer, &LazyBuffer) -> LazyBuffer;
+
+const FORMS: [(&str, Form); 5] = [
+    ("p + b", |p, b| p.add(b)),
+    ("b + p", |p, b| b.add(p)),
+    ("relu(p + b)", |p, b| p.add(b).unary(UnaryOp::Relu)),
+    ("relu(b + p)", |p, b| b.add(p).unary(UnaryOp::Relu)),
+    ("relu(p)", |p, _| p.unary(UnaryOp::Relu)),
+];
+
+fn bits(values: &[f32]) -> Vec<u32> {
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
+/// `form` on `a · b` and `bias` computed by the unfused kernels: the product realized first.
+fn unfused(form: Form, a: &LazyBuffer, b: &LazyBuffer, bias: &LazyBuffer) -> Vec<f32> {
+    let p = a.matmul(b);
+    p.realize();
+    form(&p, &bias.expand(p.shape())).to_vec()
+}
+
+/// `a · b` in each form, with the product pending (so it runs with the epilogue, as one kernel)
+/// and realized first (the unfused kernels): the same bits.
+fn check(name: &str, a: &LazyBuffer, b: &LazyBuffer, bias: &LazyBuffer) {
+    for (form_name, form) in FORMS {
+        let p = a.matmul(b);
+        let fused = form(&p, &bias.expand(p.shape()));
+        let before = stats::get().kernels;
+        let got = fused.to_vec();
+        assert_eq!(
+            stats::get().kernels - before,
+            1,
+            "{name}, {form_name}: one kernel"
+        );
+        let want = unfused(form, a, b, bias);
+        assert_eq!(
+            bits(&got),
+            bits(&want),
+            "{name}, {form_name}: fused and unfused differ"
+        );
+    }
+}
+
+#[test]
+fn every_product_path_gives_the_unfused_bits() {
+    // (name, a's shape, b's shape, b read transposed, with special values)
+    let cases: &[(&str, [usize; 2], [usize; 2], bool)] = &[
+        ("direct tile, B in place", [32, 64], [64, 128], false),
+        ("direct tile, B transposed (x·Wᵀ)", [32, 64], [128, 64], true),
+        ("direct tile, C computed transposed", [32, 128], [10, 128], true),
+        ("narrow C in the tile's rows", [7, 5], [5, 3], false),
+        ("rows longer than a block", [4, 8], [8, 1100], false),
+        ("one column", [6, 4], [4, 1], false),
+        ("one row", [1, 20], [20, 33], false),
+        ("sgemm, split by rows", [300, 200], [200, 96], false),
+        ("sgemm, wide, split as the transpose", [96, 200], [400, 200], true),
+        ("output split between threads", [128, 40], [40, 300], false),
+    ];
+    for (seed, &(name, sa, sb, transposed)) in cases.iter().enumerate() {
+        for special in [false, true] {
+            let seed = 10 * seed as u64 + u64::from(special);
+            let a = buffer(&sa, seed, special);
+            let w = buffer(&sb, seed + 1000, special);
+            let b = if transposed { w.permute(&[1, 0]) } else { w };
+            let n = b.shape()[1];
+            let bias = buffer(&[1, n], seed + 2000, special);
+            check(&format!("{name} (special {special})"), &a, &b, &bias);
+        }
+    }
+}
+
+#[test]
+fn a_batched_product_takes_the_bias_over_every_batch() {
+    let a = buffer(&[3, 5, 8], 1, true);
+    let b = buffer(&[3, 8, 20], 2, true);
+    let bias = buffer(&[1, 1, 20], 3, true);
+    check("batched", &a, &b, &bias);
+    // A bias read at an offset: the second row of a [2, 20] buffer.
+    let rows = buffer(&[2, 20], 4, false);
+    check(
+        "offset bias",
+        &a,
+        &b,
+        &rows.shrink(&[(1, 2), (0, 20)]).reshape(&[1, 1, 20]),
+    );
+}
+
+/// Against the f64 reference: each value is within the rounding of a k-term dot product, the
+/// bias addition and relu (exact), `(k + 1)·u` times the sum of the terms' magnitudes.
+#[test]
+fn the_fused_result_is_within_rounding_of_the_f64_reference() {
+    let (m, k, n) = (32, 64, 128);
+    let x = buffer(&[m, k], 7, false);
+    let w = buffer(&[n, k], 8, false);
+    let b = buffer(&[1, n], 9, false);
+    let y = x
+        .matmul(&w.permute(&[1, 0]))
+        .add(&b.expand(&[m, n]))
+        .unary(UnaryOp::Relu);
+    let want = reference::evaluate(&y);
+    let abs = |t: &LazyBuffer| t.unary(UnaryOp::Abs);
+    let scale = abs(&x)
+        .matmul(&abs(&w).permute(&[1, 0]))
+        .add(&abs(&b).expand(&[m, n]));
+    let scale = reference::evaluate(&scale);
+    let got = y.to_vec();
+    let unit = f64::from(f32::EPSILON) / 2.0;
+    for i in 0..m * n {
+        let bound = (k + 1) as f64 * unit * scale[i];
+        let err = (f64::from(got[i]) - want[i]).abs();
+        assert!(
+            err <= bound,
+            "value {i}: {} against {} (bound {bound:e})",
+            got[i],
+            want[i]
+        );
+    }
+}
+
+/// Where the kernel after a product is not an epilogue, or the product is read elsewhere too,
+/// the product keeps its own buffer, and the values are what they were.
+#[test]
+fn other_readers_and_other_kernels_keep_the_product_apart() {
+    let a = buffer(&[16, 24], 1, false);
+    let b = buffer(&[24, 40], 2, false);
+    let bias = buffer(&[1, 40], 3, false).expand(&[16, 40]);
+    type After<'a> = &'a dyn Fn(&LazyBuffer) -> LazyBuffer;
+    let apart = |y: After| {
+        let p = a.matmul(&b);
+        p.realize();
+        y(&p).to_vec()
+    };
+    let graphs: [(&str, After); 4] = [
+        ("scaled first", &|p| {
+            p.mul(&LazyBuffer::full(&[16, 40], 0.5)).add(&bias)
+        }),
+        ("tanh", &|p| p.add(&bias).unary(UnaryOp::Tanh)),
+        ("read transposed", &|p| {
+            p.permute(&[1, 0]).add(&bias.permute(&[1, 0]))
+        }),
+        ("bias as a full matrix", &|p| {
+            p.add(&a.matmul(&b).binary(BinaryOp::Max, &bias))
+        }),
+    ];
+    for (name, y) in graphs {
+        let want = apart(y);
+        let before = stats::get().kernels;
+        let got = y(&a.matmul(&b)).to_vec();
+        assert!(
+            stats::get().kernels - before >= 2,
+            "{name}: the product ran apart"
+        );
+        assert_eq!(bits(&got), bits(&want), "{name}");
+    }
+
+    // Both the product and its relu requested: the product is realized, and the relu reads it.
+    let p = a.matmul(&b);
+    let y = p.add(&bias).unary(UnaryOp::Relu);
+    LazyBuffer::realize_all(&[&p, &y]);
+    assert!(p.is_realized());
+    let want = apart(&|p| p.add(&bias).unary(UnaryOp::Relu));
+    assert_eq!(bits(&y.to_vec()), bits(&want));
+}
+
+/// A second graph of the same structure replays the fused step with its own values (debug
+/// builds also check the replay against a fresh plan).
+#[test]
+fn a_replayed_epilogue_reads_the_new_graph_values() {
+    let (_, relu_of_sum) = FORMS[2];
+    for seed in 0..4 {
+        let x = buffer(&[8, 12], 10 * seed, seed > 1);
+        let w = buffer(&[20, 12], 10 * seed + 1, false).permute(&[1, 0]);
+        let b = buffer(&[1, 20], 10 * seed + 2, seed > 2);
+        let reused = stats::get().schedules_reused;
+        let got = relu_of_sum(&x.matmul(&w), &b.expand(&[8, 20])).to_vec();
+        assert_eq!(
+            stats::get().schedules_reused - reused,
+            u64::from(seed > 0),
+            "seed {seed}"
+        );
+        assert_eq!(bits(&got), bits(&unfused(relu_of_sum, &x, &w, &b)), "seed {seed}");
+    }
+}
