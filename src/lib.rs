@@ -26,7 +26,7 @@ pub mod prelude {
         Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, Const, ConstShape, Dim, One, Rank0, Rank1, Rank2,
         Rank3, Rank4, Rank5, Rank6, Shape,
     };
-    pub use crate::tensor::{GradMode, Labels, NoGrad, Tensor, Tracked, cross_entropy, mse};
+    pub use crate::tensor::{GradMode, Labels, NoGrad, Tensor, Tracked, cross_entropy, mse, try_mse};
 }
 
 /// The README's examples, compiled and run as doc tests so they stay true.

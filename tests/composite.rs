@@ -170,6 +170,44 @@ fn minus_infinity_rows_and_masks() {
     assert_eq!(Tensor::from([inf, 0.0]).logsumexp::<Axis<0>>().item(), inf);
 }
 
+/// Large logits: each log-probability is `(x - m) - log Σ exp(x - m)`, so it is accurate to its
+/// own magnitude, not rounded to the precision of `m` first (`x - (m + log Σ)` gave -0.69336 for
+/// `-ln 2` at logits of 1e4: half an ulp of 1e4).
+#[test]
+fn log_softmax_keeps_its_accuracy_for_large_logits() {
+    for scale in [1e4f32, 1e6, 1e30, 3e38] {
+        let row = [scale, scale, 0.0];
+        let l = Tensor::from([row]).log_softmax::<Axis<1>>().to_vec();
+        // Both shifted logits are 0: the result is -log 2 rounded once.
+        assert_eq!(&l[..2], &[-std::f32::consts::LN_2; 2], "{scale}");
+        // -scale - ln 2: one rounding of the difference.
+        let want = -(scale as f64) - std::f64::consts::LN_2;
+        assert!(
+            (l[2] as f64 - want).abs() <= EPS * want.abs(),
+            "{scale}: {}",
+            l[2]
+        );
+    }
+    // Near 1000 the values are a few ulps of themselves, not of 1000.
+    let data = [1000.0f32, 999.0, 998.0];
+    let l = Tensor::from([data]).log_softmax::<Axis<1>>().to_vec();
+    let lse = lse64(&data.map(f64::from));
+    for (c, &v) in data.iter().enumerate() {
+        let want = v as f64 - lse;
+        // Exact shifts, then log of a sum of 3 terms: a few roundings of |want| ≤ 2.5.
+        assert!(
+            (l[c] as f64 - want).abs() <= 4.0 * EPS * want.abs(),
+            "{c}: {} vs {want}",
+            l[c]
+        );
+    }
+    // A row holding +inf has no finite log-probabilities: NaN, as in PyTorch.
+    let inf = Tensor::from([[f32::INFINITY, 0.0, 1.0]])
+        .log_softmax::<Axis<1>>()
+        .to_vec();
+    assert!(inf.iter().all(|v| v.is_nan()), "{inf:?}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // var
 
@@ -212,6 +250,15 @@ fn var_is_bessel_corrected() {
         .var::<Axis<0>>()
         .item();
     assert!((shifted - 5.0 / 3.0).abs() < 1e-4, "{shifted}");
+}
+
+/// Bessel's correction has nothing to divide over fewer than two values: NaN, as in PyTorch (a
+/// sum of no squares, 0, divided by -1 would say -0).
+#[test]
+fn var_of_fewer_than_two_values_is_nan() {
+    assert!(Tensor::from([3.0]).var::<Axis<0>>().item().is_nan());
+    let empty = Tensor::<Rank2<2, 0>>::zeros().var::<Axis<1>>().to_vec();
+    assert!(empty.iter().all(|v| v.is_nan()), "{empty:?}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -481,6 +528,36 @@ fn mse_equals_hand_formula() {
 }
 
 /// d mean_i CE(softmax(z_i), y_i) / dz = (softmax(z) - one_hot(y)) / B.
+/// Large logits, masks and infinities, against f64 by hand (and PyTorch's conventions).
+#[test]
+fn cross_entropy_with_large_masked_and_infinite_logits() {
+    let loss = |row: [f32; 3], label: usize| {
+        let x = Tensor::from([row]).requires_grad();
+        let l = cross_entropy(&x, &Labels::new(vec![label], Const::<1>).unwrap()).unwrap();
+        l.backward();
+        (l.item(), x.grad().unwrap().to_array()[0])
+    };
+    // Logits near 1000: the loss is accurate to its own magnitude (≈ 0.41), not to 1000's ulp.
+    let (l, _) = loss([1000.0, 999.0, 998.0], 0);
+    let want = lse64(&[1000.0, 999.0, 998.0]) - 1000.0;
+    assert!((l as f64 - want).abs() <= 4.0 * EPS * want, "{l} vs {want}");
+    // Equal logits of any size cost ln 3.
+    for big in [1e10f32, 1e38] {
+        let (l, _) = loss([big; 3], 1);
+        assert!((l as f64 - 3f64.ln()).abs() <= 2.0 * EPS, "{big}: {l}");
+    }
+    // A masked (-inf) logit that is not the label costs nothing and gets no gradient.
+    let (l, g) = loss([0.5, f32::NEG_INFINITY, 1.0], 0);
+    let want = lse64(&[0.5, 1.0]) - 0.5;
+    assert!((l as f64 - want).abs() <= 4.0 * EPS, "{l} vs {want}");
+    let p0 = 1.0 / (1.0 + 0.5f64.exp());
+    assert_close(&g, &[p0 - 1.0, 0.0, 1.0 - p0], |_| 4.0 * EPS, "masked gradient");
+    // Masking the label makes the loss infinite; a +inf logit leaves it undefined.
+    assert_eq!(loss([f32::NEG_INFINITY, 0.0, 1.0], 0).0, f32::INFINITY);
+    let (l, g) = loss([0.0, f32::INFINITY, 1.0], 0);
+    assert!(l.is_nan() && g.iter().all(|v| v.is_nan()), "{l} {g:?}");
+}
+
 #[test]
 fn cross_entropy_gradient_is_softmax_minus_one_hot_over_batch() {
     let (b, c) = (4, 6);

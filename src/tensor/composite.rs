@@ -56,7 +56,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         Tensor::from_var(self.shape, e.binary(BinaryOp::Div, &total))
     }
 
-    /// `x - logsumexp(x)` over `Ax`: finite for logits of ±1e4.
+    /// `x - logsumexp(x)` over `Ax`, computed as `(x - m) - log Σ exp(x - m)` with `m` the maximum:
+    /// finite for logits of any finite magnitude, and each value accurate to its own magnitude
+    /// rather than to that of `m`. A row holding `+inf`, or all `-inf`, is NaN (as in PyTorch).
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -67,8 +69,14 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
-        let lse = logsumexp_keep(&self.var, &Ax::indices()).expand(&self.dims());
-        Tensor::from_var(self.shape, self.var.binary(BinaryOp::Sub, &lse))
+        let axes = Ax::indices();
+        let m = self.var.detach().reduce(ReduceOp::Max, &axes);
+        let shifted = self.var.binary(BinaryOp::Sub, &m.expand(&self.dims()));
+        let log_sum = (shifted.unary(UnaryOp::Exp).reduce(ReduceOp::Sum, &axes)).unary(UnaryOp::Log);
+        Tensor::from_var(
+            self.shape,
+            shifted.binary(BinaryOp::Sub, &log_sum.expand(&self.dims())),
+        )
     }
 
     /// `log Σ exp(x)` over `Ax` (stable for large magnitudes).
@@ -87,7 +95,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         Tensor::from_var(shape, var)
     }
 
-    /// Variance over `Ax` with Bessel's correction (divides by `n - 1`), as `torch.var` does.
+    /// Variance over `Ax` with Bessel's correction (divides by `n - 1`), as `torch.var` does; NaN
+    /// over fewer than two values.
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -105,7 +114,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         );
         let centered = self.var.binary(BinaryOp::Sub, &mean);
         let squares = Tensor::<S, G>::from_var(self.shape, centered.binary(BinaryOp::Mul, &centered));
-        squares.sum::<Ax>() / (n as f32 - 1.0)
+        // Over no values the sum is 0: dividing it by 0, not by -1, gives NaN, as for one value.
+        squares.sum::<Ax>() / (n as f32 - 1.0).max(0.0)
     }
 
     /// `op(self, rhs)` for two tensors of this exact shape.
@@ -199,7 +209,9 @@ impl Labels<usize> {
 }
 
 /// Mean cross entropy of `logits` (one row per sample) against class `labels`:
-/// `mean_i( logsumexp(logits_i) - logits_i[label_i] )`, finite for logits of ±1e4.
+/// `mean_i( logsumexp(logits_i) - logits_i[label_i] )`, finite for logits of any finite
+/// magnitude. A `-inf` logit (a mask) other than the label's costs nothing; on the label it makes
+/// the loss `+inf`; a row holding `+inf` or NaN makes it NaN (as in PyTorch).
 ///
 /// A label `>= C` is [`Error::Data`] naming the sample; a run-time batch size that differs is
 /// [`Error::ShapeMismatch`].
@@ -234,23 +246,23 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
     let one_hot = one_hot(&labels.indices, C)?;
     // The forward pass records no rules: the loss has one, below.
     let x = &logits.var.buf;
+    // Per row, `log Σ exp(x - m) - (x[label] - m)` with `m` the maximum: the shifted logits keep
+    // the loss accurate to its own magnitude when the logits are large. The label's is selected,
+    // not multiplied by the one-hot matrix, since a masked logit's `-inf · 0` would be NaN.
     let max = x.reduce(ReduceOp::Max, &[1]);
-    let shift = finite_or_zero(&max);
-    let sum_exp = x.sub(&shift.expand(x.shape())).unary(UnaryOp::Exp).sum(&[1]);
-    let lse = sum_exp.unary(UnaryOp::Log).add(&shift);
-    let picked = x.mul(&one_hot).sum(&[1]);
+    let shifted = x.sub(&max.expand(x.shape()));
+    let sum_exp = shifted.unary(UnaryOp::Exp).sum(&[1]);
+    let picked = one_hot
+        .where_(&shifted, &LazyBuffer::full(x.shape(), 0.0))
+        .sum(&[1]);
     let batch_size = LazyBuffer::full(&[], batch as f32);
-    let mean = lse.sub(&picked).sum(&[0]).reshape(&[]).div(&batch_size);
+    let losses = sum_exp.unary(UnaryOp::Log).sub(&picked);
+    let mean = losses.sum(&[0]).reshape(&[]).div(&batch_size);
     let var = Var::record(mean, &[&logits.var], || {
-        let x = x.clone();
         Box::new(move |g: &LazyBuffer| {
-            // d loss / d x = (softmax(x) - one_hot) · g / batch. The raw maximum equals the shift
-            // wherever the shift matters: a row whose maximum is not finite gets NaN either way.
-            let shape = x.shape();
-            let softmax = x
-                .sub(&max.expand(shape))
-                .unary(UnaryOp::Exp)
-                .div(&sum_exp.expand(shape));
+            // d loss / d x = (softmax(x) - one_hot) · g / batch.
+            let shape = shifted.shape();
+            let softmax = shifted.unary(UnaryOp::Exp).div(&sum_exp.expand(shape));
             let scale = g.div(&batch_size).reshape(&[1, 1]).expand(shape);
             [softmax.sub(&one_hot).mul(&scale)].into()
         }) as crate::autograd::BackwardFn
@@ -281,6 +293,8 @@ fn one_hot(indices: &[usize], classes: usize) -> Result<LazyBuffer> {
 
 /// Mean squared error `mean((prediction - target)²)`.
 ///
+/// Panics if run-time (`usize`) dims of the two differ, naming both shapes; see [`try_mse`].
+///
 /// ```
 /// use teenygrad::prelude::*;
 /// use teenygrad::tensor::mse;
@@ -290,15 +304,43 @@ pub fn mse<S: Shape, G, G2: GradMode>(prediction: &Tensor<S, G>, target: &Tensor
 where
     G: GradMode + super::Join<G2, Out = G>,
 {
+    try_mse(prediction, target).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`mse`], with [`Error::ShapeMismatch`] if run-time dims of the two differ.
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::tensor::try_mse;
+/// let p = Tensor::from_vec(vec![1.0; 2], (2usize,)).unwrap();
+/// let t = Tensor::from_vec(vec![1.0; 3], (3usize,)).unwrap();
+/// assert!(try_mse(&p, &t).is_err());
+/// ```
+pub fn try_mse<S: Shape, G, G2: GradMode>(
+    prediction: &Tensor<S, G>,
+    target: &Tensor<S, G2>,
+) -> Result<Tensor<(), G>>
+where
+    G: GradMode + super::Join<G2, Out = G>,
+{
+    if prediction.dims() != target.dims() {
+        return Err(Error::ShapeMismatch {
+            op: "mse",
+            lhs: prediction.dims(),
+            rhs: target.dims(),
+            rule: "prediction and target must have the same shape",
+        });
+    }
     let diff = Tensor::<S, G>::from_var(
         prediction.shape,
         prediction.var.binary(BinaryOp::Sub, &target.var),
     );
-    diff.square().mean_all()
+    Ok(diff.square().mean_all())
 }
 
 impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
-    /// The index of the largest value in each row (the first, on ties). Realizes.
+    /// The index of the largest value in each row (the first, on ties). NaN is never the largest
+    /// (PyTorch's `argmax` takes it as the largest); a row of only NaN gives 0. Realizes.
     ///
     /// ```
     /// use teenygrad::prelude::*;

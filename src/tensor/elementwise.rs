@@ -98,7 +98,7 @@ unary_methods! {
     /// assert_eq!(Tensor::from([0.0]).sigmoid().to_array(), [0.5]);
     /// ```
     sigmoid => Sigmoid;
-    /// `max(x, 0)` (gradient 0 at 0).
+    /// `max(x, 0)` (gradient 0 at 0, and at NaN, where PyTorch passes the gradient through).
     ///
     /// ```
     /// # use teenygrad::prelude::*;
@@ -156,21 +156,18 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 
     /// A comparison: 1.0 where it holds, else 0.0; never tracked. `swap` compares `rhs` to `self`.
-    fn compare<S2, G2>(&self, op: BinaryOp, rhs: &Tensor<S2, G2>, swap: bool) -> Tensor<S::Output>
+    fn compare<S2, G2>(&self, op: BinaryOp, rhs: &Tensor<S2, G2>, swap: bool) -> Result<Tensor<S::Output>>
     where
         S: BroadcastShape<S2>,
         S2: Shape,
         G2: GradMode,
     {
-        let shape = self
-            .shape
-            .broadcast_shape(&rhs.shape)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let shape = self.shape.broadcast_shape(&rhs.shape)?;
         let dims = shape.dims();
-        checked_numel(&dims).unwrap_or_else(|e| panic!("{e}"));
+        checked_numel(&dims)?;
         let (a, b) = (self.var.detach().expand(&dims), rhs.var.detach().expand(&dims));
         let var = if swap { b.binary(op, &a) } else { a.binary(op, &b) };
-        Tensor::from_var(shape, var)
+        Ok(Tensor::from_var(shape, var))
     }
 }
 
@@ -234,14 +231,16 @@ broadcast_methods! {
     /// assert_eq!(Tensor::from([3.0]).div(&Tensor::from([2.0])).to_array(), [1.5]);
     /// ```
     div / try_div => Div;
-    /// The larger of each pair (NaN if either is NaN; ties share the gradient).
+    /// The larger of each pair (NaN if either is NaN, with no gradient to either; ties share the
+    /// gradient).
     ///
     /// ```
     /// # use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([1.0, 5.0]).maximum(&Tensor::from(2.0)).to_array(), [2.0, 5.0]);
     /// ```
     maximum / try_maximum => Max;
-    /// The smaller of each pair (NaN if either is NaN; ties share the gradient).
+    /// The smaller of each pair (NaN if either is NaN, with no gradient to either; ties share the
+    /// gradient).
     ///
     /// ```
     /// # use teenygrad::prelude::*;
@@ -258,11 +257,23 @@ broadcast_methods! {
 }
 
 macro_rules! comparisons {
-    ($($(#[$doc:meta])* $name:ident => $op:ident, $swap:expr;)*) => {
+    ($($(#[$doc:meta])* $name:ident / $try_name:ident => $op:ident, $swap:expr;)*) => {
         impl<S: Shape, G: GradMode> Tensor<S, G> {
             $(
                 $(#[$doc])*
+                ///
+                /// Panics if two run-time (`usize`) dims differ; see the `try_` form.
                 pub fn $name<S2: Shape, G2: GradMode>(&self, rhs: &Tensor<S2, G2>) -> Tensor<S::Output>
+                where
+                    S: BroadcastShape<S2>,
+                {
+                    self.compare(BinaryOp::$op, rhs, $swap).unwrap_or_else(|e| panic!("{e}"))
+                }
+
+                /// The fallible form: an error naming both shapes if run-time dims differ, or
+                /// [`Error::ShapeOverflow`](crate::Error::ShapeOverflow) if the broadcast shape's
+                /// element count does not fit in `usize`.
+                pub fn $try_name<S2: Shape, G2: GradMode>(&self, rhs: &Tensor<S2, G2>) -> Result<Tensor<S::Output>>
                 where
                     S: BroadcastShape<S2>,
                 {
@@ -280,35 +291,35 @@ comparisons! {
     /// # use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([1.0, 3.0]).lt(&Tensor::from(2.0)).to_array(), [1.0, 0.0]);
     /// ```
-    lt => CmpLt, false;
+    lt / try_lt => CmpLt, false;
     /// 1.0 where `self <= rhs`, else 0.0.
     ///
     /// ```
     /// # use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([2.0, 3.0]).le(&Tensor::from(2.0)).to_array(), [1.0, 0.0]);
     /// ```
-    le => CmpLe, false;
+    le / try_le => CmpLe, false;
     /// 1.0 where `self > rhs`, else 0.0.
     ///
     /// ```
     /// # use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([1.0, 3.0]).gt(&Tensor::from(2.0)).to_array(), [0.0, 1.0]);
     /// ```
-    gt => CmpLt, true;
+    gt / try_gt => CmpLt, true;
     /// 1.0 where `self >= rhs`, else 0.0.
     ///
     /// ```
     /// # use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([2.0, 1.0]).ge(&Tensor::from(2.0)).to_array(), [1.0, 0.0]);
     /// ```
-    ge => CmpLe, true;
+    ge / try_ge => CmpLe, true;
     /// 1.0 where `self == rhs`, else 0.0.
     ///
     /// ```
     /// # use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([2.0, 1.0]).eq(&Tensor::from(2.0)).to_array(), [1.0, 0.0]);
     /// ```
-    eq => CmpEq, false;
+    eq / try_eq => CmpEq, false;
 }
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {

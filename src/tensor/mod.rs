@@ -20,7 +20,7 @@ mod movement;
 mod read;
 mod reduce;
 
-pub use composite::{Labels, cross_entropy, mse};
+pub use composite::{Labels, cross_entropy, mse, try_mse};
 
 use std::marker::PhantomData;
 
