@@ -70,12 +70,18 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         S: ReduceShape<Ax>,
     {
         let axes = Ax::indices();
-        let m = self.var.detach().reduce(ReduceOp::Max, &axes);
-        let shifted = self.var.binary(BinaryOp::Sub, &m.expand(&self.dims()));
-        let log_sum = (shifted.unary(UnaryOp::Exp).reduce(ReduceOp::Sum, &axes)).unary(UnaryOp::Log);
+        let m = self
+            .var
+            .detach()
+            .reduce(ReduceOp::Max, &axes)
+            .expand(&self.dims());
+        // `x - m` twice, as two nodes: one shared by the sum's kernel and the result's would be
+        // written out as a buffer of its own (a full extra pass over a [1024, 1024] input).
+        let shifted = || self.var.binary(BinaryOp::Sub, &m);
+        let log_sum = (shifted().unary(UnaryOp::Exp).reduce(ReduceOp::Sum, &axes)).unary(UnaryOp::Log);
         Tensor::from_var(
             self.shape,
-            shifted.binary(BinaryOp::Sub, &log_sum.expand(&self.dims())),
+            shifted().binary(BinaryOp::Sub, &log_sum.expand(&self.dims())),
         )
     }
 
