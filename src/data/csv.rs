@@ -2,8 +2,9 @@
 //!
 //! The layout is `label,p0,p1,…,p63`: the label an integer in `0..=9`, the pixels row-major
 //! numbers in `[0, 1]`, separated by commas (spaces around a field are ignored). The first line may
-//! be a header: it is one when its first field is not a number. Blank lines at the end, `\r\n` line
-//! ends and a UTF-8 byte-order mark are accepted.
+//! be a header: it is one when none of its fields is a number (so a first data row with a bad
+//! label is an error, not a header skipped). Blank lines at the end, `\r\n` line ends and a UTF-8
+//! byte-order mark are accepted.
 //!
 //! Bad input is rejected whole, with an [`Error::Data`] whose `location` is `file:line` and whose
 //! message says what was wrong; nothing is half-loaded. No input makes these functions panic.
@@ -124,8 +125,7 @@ pub fn parse_csv(text: &str, source_name: &str) -> Result<Dataset> {
                 "blank line in the middle of the data (only trailing blank lines are allowed)".to_string(),
             ));
         }
-        let first = line.split(',').next().unwrap_or("").trim();
-        if line_no == 1 && first.parse::<f64>().is_err() {
+        if line_no == 1 && line.split(',').all(|field| field.trim().parse::<f64>().is_err()) {
             continue; // a header
         }
         let (label, image) = parse_row(line).map_err(|message| error(line_no, message))?;
@@ -275,11 +275,17 @@ mod tests {
     }
 
     #[test]
-    fn header_only_when_first_field_is_not_a_number() {
+    fn header_only_when_no_field_is_a_number() {
         let text = format!("{}\n{}\n", row("1", "0"), row("2", "1"));
         assert_eq!(parse_csv(&text, "t").unwrap().labels, vec![1, 2]);
         let text = format!("label,x\n{}\n", row("1", "0"));
         assert_eq!(parse_csv(&text, "t").unwrap().labels, vec![1]);
+        // A first row whose label alone is bad is a data row in error, not a header to skip.
+        for label in ["?", "\"2\"", ""] {
+            let text = format!("{}\n{}\n", row(label, "0"), row("2", "1"));
+            let err = parse_csv(&text, "t").unwrap_err().to_string();
+            assert!(err.starts_with("t:1: "), "{label}: {err}");
+        }
     }
 
     #[test]
