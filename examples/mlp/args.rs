@@ -91,6 +91,9 @@ pub fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, Str
     if out.batch == 0 {
         return Err("--batch must be at least 1".into());
     }
+    if out.epochs == 0 {
+        return Err("--epochs must be at least 1".into());
+    }
     if out.train.is_some() != out.test.is_some() {
         return Err("--train and --test go together".into());
     }

@@ -7,6 +7,7 @@ mod args;
 
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -176,10 +177,10 @@ fn json_record(
                 format!(
                     "{{\"epoch\": {}, \"loss\": {}, \"train_accuracy\": {}, \"test_accuracy\": {}, \"seconds\": {}}}",
                     i + 1,
-                    e.loss,
-                    e.train_accuracy,
-                    e.test_accuracy,
-                    e.seconds
+                    json_number(e.loss),
+                    json_number(e.train_accuracy),
+                    json_number(e.test_accuracy),
+                    json_number(e.seconds)
                 )
             })
             .collect::<Vec<_>>()
@@ -188,7 +189,7 @@ fn json_record(
     let mut out = String::new();
     let _ = write!(
         out,
-        "{{\n  \"config\": {{\"epochs\": {}, \"lr\": {}, \"batch\": {}, \"optimizer\": \"{}\", \"data\": {:?}}},\n  \"seed\": {},\n  \"mlp\": [{}],\n  \"linear_baseline\": [{}],\n  \"majority_baseline_accuracy\": {},\n  \"wall_seconds\": {}\n}}\n",
+        "{{\n  \"config\": {{\"epochs\": {}, \"lr\": {}, \"batch\": {}, \"optimizer\": \"{}\", \"data\": {}}},\n  \"seed\": {},\n  \"mlp\": [{}],\n  \"linear_baseline\": [{}],\n  \"majority_baseline_accuracy\": {},\n  \"wall_seconds\": {}\n}}\n",
         args.epochs,
         args.lr(),
         args.batch,
@@ -197,18 +198,57 @@ fn json_record(
         } else {
             "adam"
         },
-        source,
+        json_string(source),
         args.seed,
         epochs(mlp),
         epochs(linear),
-        majority,
-        seconds
+        json_number(majority),
+        json_number(seconds)
     );
     out
 }
 
+/// `text` as a JSON string: quotes, backslashes and control characters escaped.
+fn json_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A number for JSON, which has no NaN or infinities: those (a diverged loss) are `null`.
+fn json_number(x: impl Into<f64>) -> String {
+    let x = x.into();
+    if x.is_finite() {
+        x.to_string()
+    } else {
+        "null".into()
+    }
+}
+
 fn run(args: &Args) -> Result<()> {
     let started = Instant::now();
+    // Output paths are checked first, so a mistyped directory does not cost a training run.
+    for path in [&args.save, &args.record].into_iter().flatten() {
+        let dir = (path.parent())
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            return Err(Error::Io {
+                path: path.display().to_string(),
+                message: format!("no directory {} to write it in", dir.display()),
+            });
+        }
+    }
     let (train_set, test_set, source) = load_data(args)?;
     println!(
         "teenygrad MLP 64→128→10 on {source}: {} train / {} test, {} epochs, batch {}, {:?} lr {}",
@@ -282,6 +322,40 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{args, json_number, json_string};
+
+    #[test]
+    fn json_strings_and_numbers_are_valid_json() {
+        assert_eq!(json_string("a\"b\\c"), r#""a\"b\\c""#);
+        // Control characters are escaped as JSON spells them; other characters are kept.
+        assert_eq!(
+            json_string("te\u{1}st\n\u{200b}é"),
+            "\"te\\u0001st\\u000a\u{200b}é\""
+        );
+        assert_eq!(json_number(0.25f32), "0.25");
+        assert_eq!(json_number(f64::NAN), "null");
+        assert_eq!(json_number(f64::INFINITY), "null");
+    }
+
+    #[test]
+    fn bad_arguments_are_errors() {
+        let parse = |line: &str| args::parse(line.split_whitespace().map(String::from));
+        assert!(parse("--epochs 3 --batch 16").unwrap().is_some());
+        for bad in [
+            "--epochs 0",
+            "--batch 0",
+            "--lr -1",
+            "--train a.csv",
+            "--epochs",
+            "--bogus 1",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
         }
     }
 }
