@@ -7,8 +7,9 @@
 //! kernels: chains of elementwise operations, through views and into a trailing reduction, run as
 //! one fused pass; matrix products run on `matrixmultiply`, except small ones with a short inner
 //! dimension, which a register-tiled kernel (AVX-512, or AVX2 and FMA) computes without sgemm's
-//! packing, to the same bits. A realized node keeps its buffer and drops its inputs, so graphs
-//! do not grow across training steps.
+//! packing, to the same bits. A bias row added to a product, relu, or both, when only the product
+//! feeds them, run on its output in place (same bits again). A realized node keeps its buffer and
+//! drops its inputs, so graphs do not grow across training steps.
 //!
 //! Large elementwise kernels, reductions and matrix products are split across a pool of worker
 //! threads, one per extra core (`TEENYGRAD_THREADS=N` sets the count, caller included; `1` turns

@@ -46,11 +46,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         S: ReduceShape<Ax>,
     {
         let axes = Ax::indices();
-        let m = self
-            .var
-            .detach()
-            .reduce(ReduceOp::Max, &axes)
-            .expand(&self.dims());
+        let m = reduce_back(&self.var.detach(), ReduceOp::Max, &axes);
         let e = self.var.binary(BinaryOp::Sub, &m).unary(UnaryOp::Exp);
         let total = reduce_back(&e, ReduceOp::Sum, &axes);
         Tensor::from_var(self.shape, e.binary(BinaryOp::Div, &total))
@@ -70,11 +66,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         S: ReduceShape<Ax>,
     {
         let axes = Ax::indices();
-        let m = self
-            .var
-            .detach()
-            .reduce(ReduceOp::Max, &axes)
-            .expand(&self.dims());
+        let m = reduce_back(&self.var.detach(), ReduceOp::Max, &axes);
         // `x - m` twice, as two nodes: one shared by the sum's kernel and the result's would be
         // written out as a buffer of its own (a full extra pass over a [1024, 1024] input).
         let shifted = || self.var.binary(BinaryOp::Sub, &m);
