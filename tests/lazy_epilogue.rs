@@ -189,6 +189,38 @@ fn other_readers_and_other_kernels_keep_the_product_apart() {
         assert_eq!(bits(&got), bits(&want), "{name}");
     }
 
+    // One value broadcast along the rows is no bias row (it was read as one: `n` values from
+    // where the one value starts).
+    let scalars = [
+        ("a full scalar", LazyBuffer::full(&[16, 40], 1.5)),
+        (
+            "one element expanded",
+            a.shrink(&[(0, 1), (0, 1)]).expand(&[16, 40]),
+        ),
+        (
+            "a column expanded",
+            a.shrink(&[(0, 16), (3, 4)]).expand(&[16, 40]),
+        ),
+    ];
+    for (name, s) in scalars {
+        let want = apart(&|p| p.add(&s).unary(UnaryOp::Relu));
+        let got = a.matmul(&b).add(&s).unary(UnaryOp::Relu).to_vec();
+        assert_eq!(bits(&got), bits(&want), "{name}");
+    }
+
+    // A kernel over part of the product does not take it: its output would be the whole product.
+    let p = a.matmul(&b);
+    let part = p.shrink(&[(0, 2), (0, 40)]).unary(UnaryOp::Relu);
+    let before = stats::get().bytes_allocated;
+    let got = part.to_vec();
+    assert_eq!(
+        stats::get().bytes_allocated - before,
+        ((16 + 2) * 40 * 4) as u64,
+        "product, then part"
+    );
+    let want = apart(&|p| p.shrink(&[(0, 2), (0, 40)]).unary(UnaryOp::Relu));
+    assert_eq!(bits(&got), bits(&want), "part of the product");
+
     // Both the product and its relu requested: the product is realized, and the relu reads it.
     let p = a.matmul(&b);
     let y = p.add(&bias).unary(UnaryOp::Relu);

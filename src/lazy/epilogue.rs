@@ -53,9 +53,11 @@ impl Epilogue {
             let (source, view) = &plan.leaves[b];
             let (strides, shape) = (view.strides(), view.shape());
             let last = strides.len() - 1;
-            // A stride along a size-1 axis never moves, whatever it is.
+            // A stride along a size-1 axis never moves, whatever it is. The last axis must step
+            // through the row: with stride 0 it would repeat one value, which is no bias row.
             let moves = |d: usize| strides[d] != 0 && shape[d] > 1;
-            let row = view.mask().is_none() && (strides[last] == 1 || !moves(last)) && !(0..last).any(moves);
+            let row =
+                view.mask().is_none() && (strides[last] == 1 || shape[last] == 1) && !(0..last).any(moves);
             let other = *source != Source::One && *source != Source::Node(product);
             (row && other).then(|| Bias {
                 source: source.clone(),

@@ -351,8 +351,11 @@ impl Graph {
         }
         self.product_of = vec![None; n];
         for (i, consumers) in consumed_by.into_iter().enumerate() {
+            // The same shape: a kernel over part of the product (a shrunk view) would otherwise
+            // keep the whole product's buffer as its own.
             if let (Op::MatMul(..), Consumers::OneKernel(k)) = (&self.ops[i], consumers)
                 && self.ops[k].is_elementwise()
+                && self.nodes[k].shape == self.nodes[i].shape
                 && self.product_of[k].is_none()
                 && !requested.contains(&self.nodes[i].id)
             {
