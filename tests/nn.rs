@@ -129,6 +129,13 @@ fn linear_forward_is_x_wt_plus_b() {
     assert_linear_output(&y.to_vec(), &linear64(&flat[10..15], &w, Some(&b), 5, 3), 5);
     // A zero input gives the bias.
     assert_eq!(bits(&layer.forward(Tensor::from(x)).to_vec()[3..6]), bits(&b));
+    // A batch of sequences: every position as a row, the same values (statically and at run time).
+    let seq: Tensor<Rank3<2, 2, 3>, Tracked> =
+        layer.forward(Tensor::<Rank3<2, 2, 5>>::from_vec(flat.clone(), Default::default()).unwrap());
+    assert_linear_output(&seq.to_vec(), &want, 5);
+    let seq = layer.forward(Tensor::from_vec(flat.clone(), (1usize, 4usize, Const::<5>)).unwrap());
+    assert_eq!(seq.dims(), vec![1, 4, 3]);
+    assert_linear_output(&seq.to_vec(), &want, 5);
 }
 
 #[test]
@@ -158,6 +165,16 @@ fn linear_gradients_are_hand_derived() {
     );
     layer.zero_grad();
     assert!(layer.weight.grad().is_none() && layer.bias.as_ref().unwrap().grad().is_none());
+    // The same rows as a [1, 2, 3] sequence: the same gradients.
+    layer.forward(Tensor::from([x])).sum_all().backward();
+    assert_eq!(
+        layer.weight.grad().unwrap().to_array(),
+        [[0.0, 2.5, 7.0], [0.0, 2.5, 7.0]]
+    );
+    assert_eq!(
+        layer.bias.as_ref().unwrap().grad().unwrap().to_array(),
+        [2.0, 2.0]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

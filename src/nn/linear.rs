@@ -9,7 +9,8 @@ use crate::lazy::BinaryOp;
 use crate::shape::{Const, Dim, Rank1, Rank2};
 use crate::tensor::{GradMode, Join, NoGrad, Tensor, Tracked};
 
-/// `y = x·Wᵀ + b`, mapping `I` features to `O`. `weight` is `[O, I]` as in PyTorch.
+/// `y = x·Wᵀ + b`, mapping `I` features to `O` along the last axis of an input of rank 1, 2 or 3
+/// (`[I]`, `[B, I]` or `[B, T, I]`). `weight` is `[O, I]` as in PyTorch.
 ///
 /// ```
 /// use teenygrad::prelude::*;
@@ -82,6 +83,21 @@ where
     fn forward(&self, x: Tensor<(Const<I>,), G2>) -> Self::Output {
         let row = x.var.reshape(&[1, I]);
         Tensor::from_var((Const,), self.apply(&row).reshape(&[O]))
+    }
+}
+
+/// A batch of sequences, `[B, T, I]`: every position through the layer, as `[B·T, I]`.
+#[diagnostic::do_not_recommend]
+impl<B: Dim, T: Dim, const I: usize, const O: usize, G: GradMode, G2: GradMode>
+    Module<Tensor<(B, T, Const<I>), G2>> for Linear<I, O, G>
+where
+    G2: Join<G>,
+{
+    type Output = Tensor<(B, T, Const<O>), G2::Out>;
+    fn forward(&self, x: Tensor<(B, T, Const<I>), G2>) -> Self::Output {
+        let (b, t, _) = x.shape();
+        let rows = x.var.reshape(&[b.size() * t.size(), I]);
+        Tensor::from_var((b, t, Const), self.apply(&rows).reshape(&[b.size(), t.size(), O]))
     }
 }
 

@@ -31,7 +31,7 @@ pub use params::{Param, Params};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot take `{X}` as its input",
     label = "the input's shape does not fit this module",
-    note = "a `Linear<I, O>` takes a tensor whose last dim is `Const<I>` and gives one whose last dim is `Const<O>`",
+    note = "a `Linear<I, O>` takes a tensor of rank 1 to 3 whose last dim is `Const<I>` and gives one whose last dim is `Const<O>`",
     note = "in a tuple of modules, each module's output is the next one's input"
 )]
 pub trait Module<X> {
