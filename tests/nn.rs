@@ -154,27 +154,18 @@ fn linear_gradients_are_hand_derived() {
     // loss = Σ (x·Wᵀ + b): dW[k][j] = Σ_r x[r][j], db[k] = rows.
     let layer = Linear::<3, 2>::init(&mut rng(5));
     let x = [[1.0, 2.0, 3.0], [-1.0, 0.5, 4.0]];
+    let grads = |layer: &Linear<3, 2>| {
+        let bias = layer.bias.as_ref().unwrap().grad().unwrap().to_array();
+        (layer.weight.grad().unwrap().to_array(), bias)
+    };
+    let want = ([[0.0, 2.5, 7.0], [0.0, 2.5, 7.0]], [2.0, 2.0]);
     layer.forward(Tensor::from(x)).sum_all().backward();
-    assert_eq!(
-        layer.weight.grad().unwrap().to_array(),
-        [[0.0, 2.5, 7.0], [0.0, 2.5, 7.0]]
-    );
-    assert_eq!(
-        layer.bias.as_ref().unwrap().grad().unwrap().to_array(),
-        [2.0, 2.0]
-    );
+    assert_eq!(grads(&layer), want);
     layer.zero_grad();
     assert!(layer.weight.grad().is_none() && layer.bias.as_ref().unwrap().grad().is_none());
     // The same rows as a [1, 2, 3] sequence: the same gradients.
     layer.forward(Tensor::from([x])).sum_all().backward();
-    assert_eq!(
-        layer.weight.grad().unwrap().to_array(),
-        [[0.0, 2.5, 7.0], [0.0, 2.5, 7.0]]
-    );
-    assert_eq!(
-        layer.bias.as_ref().unwrap().grad().unwrap().to_array(),
-        [2.0, 2.0]
-    );
+    assert_eq!(grads(&layer), want);
 }
 
 // ---------------------------------------------------------------------------------------------
