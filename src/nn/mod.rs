@@ -25,7 +25,7 @@ mod sequential;
 pub use self::safetensors::{from_bytes, load, save, to_bytes};
 pub use activation::{Gelu, Relu, Sigmoid, Tanh};
 pub use linear::Linear;
-pub use params::{Param, Params};
+pub use params::{Name, Param, Params, join};
 
 /// A layer or model: maps a typed input to a typed output.
 #[diagnostic::on_unimplemented(

@@ -141,12 +141,41 @@ pub trait Params {
     }
 }
 
-/// `prefix.name`, or `name` when the prefix is empty.
-pub(crate) fn join(prefix: &str, name: &str) -> Name {
+/// `prefix.name`, or `name` when the prefix is empty: the name of a module's child `name` when
+/// the module is visited under `prefix`. A hand-written [`Params`] passes it to each child.
+///
+/// ```
+/// use teenygrad::nn::{Init, Linear, Param, Params, join};
+/// use rand::SeedableRng;
+///
+/// /// A model of two named layers.
+/// struct Pair {
+///     encoder: Linear<4, 8>,
+///     head: Linear<8, 2>,
+/// }
+///
+/// impl Params for Pair {
+///     fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+///         self.encoder.visit(&join(prefix, "encoder"), f);
+///         self.head.visit(&join(prefix, "head"), f);
+///     }
+///     fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+///         self.encoder.visit_mut(&join(prefix, "encoder"), f);
+///         self.head.visit_mut(&join(prefix, "head"), f);
+///     }
+/// }
+///
+/// let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+/// let model = Pair { encoder: Linear::init(&mut rng), head: Linear::init(&mut rng) };
+/// let names: Vec<String> = model.named_dims().into_iter().map(|(name, _)| name).collect();
+/// assert_eq!(names, ["encoder.weight", "encoder.bias", "head.weight", "head.bias"]);
+/// assert_eq!(&*join("", "head"), "head");
+/// ```
+pub fn join(prefix: &str, name: &str) -> Name {
     let separator = if prefix.is_empty() { "" } else { "." };
     let len = prefix.len() + separator.len() + name.len();
     if len > NAME_INLINE {
-        return Name::Heap(format!("{prefix}{separator}{name}"));
+        return Name(Repr::Heap(format!("{prefix}{separator}{name}")));
     }
     let mut bytes = [0; NAME_INLINE];
     let mut at = 0;
@@ -154,16 +183,18 @@ pub(crate) fn join(prefix: &str, name: &str) -> Name {
         bytes[at..at + part.len()].copy_from_slice(part.as_bytes());
         at += part.len();
     }
-    Name::Inline { len, bytes }
+    Name(Repr::Inline { len, bytes })
 }
 
 /// Bytes of a parameter name held without allocating.
 const NAME_INLINE: usize = 40;
 
-/// A parameter's dotted name, held inline when short: every optimizer step and `zero_grad` visit
-/// every parameter by name, and as `String`s the names were 14 of a small training step's 246
-/// allocations.
-pub(crate) enum Name {
+/// A parameter's dotted name (a `str` through `Deref`), held inline when short: every optimizer
+/// step and `zero_grad` visit every parameter by name, and as `String`s the names were 14 of a
+/// small training step's 246 allocations.
+pub struct Name(Repr);
+
+enum Repr {
     Inline { len: usize, bytes: [u8; NAME_INLINE] },
     Heap(String),
 }
@@ -171,12 +202,24 @@ pub(crate) enum Name {
 impl std::ops::Deref for Name {
     type Target = str;
     fn deref(&self) -> &str {
-        match self {
-            Name::Inline { len, bytes } => {
+        match &self.0 {
+            Repr::Inline { len, bytes } => {
                 std::str::from_utf8(&bytes[..*len]).expect("joined from whole strs")
             }
-            Name::Heap(name) => name,
+            Repr::Heap(name) => name,
         }
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
     }
 }
 
