@@ -120,9 +120,20 @@ impl Epilogue {
     fn apply_rows(&self, bias: Option<&[f32]>, out: &mut [f32], n: usize) {
         let rows = (BLOCK / n).max(1);
         let piece = (rows * n).min(BLOCK);
-        // The bias row once per row of a piece, so a piece's bias is one slice of it.
-        let tile = bias.map_or_else(Vec::new, |b| b.repeat(rows));
-        let mut tmp = vec![0.0; piece];
+        // The bias row once per row of a piece, so a piece's bias is one slice of it (a row
+        // longer than a block is its own tile). On the stack: this runs for every product.
+        let mut repeated = [0.0; BLOCK];
+        let tile: &[f32] = match bias {
+            Some(b) if rows > 1 => {
+                for (chunk, _) in repeated.chunks_mut(n).zip(0..rows) {
+                    chunk.copy_from_slice(b);
+                }
+                &repeated[..rows * n]
+            }
+            Some(b) => b,
+            None => &[],
+        };
+        let mut tmp = [0.0; BLOCK];
         for group in out.chunks_mut(rows * n) {
             for (start, values) in (0..).step_by(piece).zip(group.chunks_mut(piece)) {
                 let len = values.len();
