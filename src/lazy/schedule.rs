@@ -392,15 +392,11 @@ impl Graph {
                     let (plan, structural) = self.build(i, op, memo, &signature.slots)?;
                     replayable &= structural;
                     if let Some(p) = self.product_of[i] {
-                        let Op::MatMul(a, b) = &self.ops[p] else {
-                            unreachable!("only matmuls belong to another kernel's root")
-                        };
                         if self.nodes[p].is_realized() {
                             // Realized by another thread: a replay would not have it.
                             replayable = false;
                         } else if let Some(epilogue) = Epilogue::recognize(&plan, p) {
-                            let bias = self.bias(&epilogue, &signature.externals);
-                            run_matmul(&self.nodes[i], a, b, Some((&epilogue, bias)));
+                            self.run_product(p, i, Some(&epilogue), &signature.externals);
                             steps.push(Step::Product {
                                 product: p,
                                 kernel: i,
@@ -409,7 +405,7 @@ impl Graph {
                             });
                             continue;
                         } else {
-                            run_matmul(&self.nodes[p], a, b, None);
+                            self.run_product(p, p, None, &signature.externals);
                             steps.push(Step::MatMul(p));
                         }
                     }
@@ -428,12 +424,7 @@ impl Graph {
             match step {
                 Step::MatMul(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. }
                     if self.nodes[*i].is_realized() => {}
-                Step::MatMul(i) => {
-                    let Op::MatMul(a, b) = &self.ops[*i] else {
-                        unreachable!("a matmul step replayed on {:?}", self.ops[*i])
-                    };
-                    run_matmul(&self.nodes[*i], a, b, None);
-                }
+                Step::MatMul(i) => self.run_product(*i, *i, None, externals),
                 Step::Fused(i, plan) => run_kernel(&self.nodes[*i], plan.bind(&self.nodes, externals)),
                 Step::Product {
                     product,
@@ -441,23 +432,26 @@ impl Graph {
                     plan,
                     epilogue,
                 } => {
-                    let Op::MatMul(a, b) = &self.ops[*product] else {
-                        unreachable!("a product step replayed on {:?}", self.ops[*product])
-                    };
                     if self.nodes[*product].is_realized() {
                         run_kernel(&self.nodes[*kernel], plan.bind(&self.nodes, externals));
                     } else {
-                        let bias = self.bias(epilogue, externals);
-                        run_matmul(&self.nodes[*kernel], a, b, Some((epilogue, bias)));
+                        self.run_product(*product, *kernel, Some(epilogue), externals);
                     }
                 }
             }
         }
     }
 
-    /// The buffer of an epilogue's bias row, if it adds one.
-    fn bias(&self, epilogue: &Epilogue, externals: &[Arc<Node>]) -> Option<Arc<Vec<f32>>> {
-        (epilogue.bias.as_ref()).map(|b| b.source.buffer(&self.nodes, externals))
+    /// Runs the matmul at `p` into node `into`: itself, or the kernel whose `epilogue` it takes.
+    fn run_product(&self, p: usize, into: usize, epilogue: Option<&Epilogue>, externals: &[Arc<Node>]) {
+        let Op::MatMul(a, b) = &self.ops[p] else {
+            unreachable!("a product step on {:?}", self.ops[p])
+        };
+        let epilogue = epilogue.map(|e| {
+            let bias = (e.bias.as_ref()).map(|b| b.source.buffer(&self.nodes, externals));
+            (e, bias)
+        });
+        run_matmul(&self.nodes[into], a, b, epilogue);
     }
 
     /// Debug builds check every replay against a fresh schedule of the same graph.
