@@ -1,8 +1,8 @@
 //! A product's epilogue: a bias row added to a matrix product, relu after it, or both, run as
 //! part of the product when the product's only reader is that kernel (a `Linear` layer's
 //! `x·Wᵀ + b`, then relu). It must give, bit for bit, what the unfused kernels give on every path
-//! the product can take (the direct tile, read in place or transposed, sgemm on one thread or
-//! split between threads, batched), with NaN, infinities and signed zeros in the values, and it
+//! the product can take (the direct tile, read in place or transposed, packed panels of B, sgemm
+//! on one thread or split between threads, batched), with NaN, infinities and signed zeros in the values, and it
 //! must run as one kernel where it applies and leave every other graph as it was.
 
 use teenygrad::lazy::{BinaryOp, LazyBuffer, UnaryOp, reference, stats};
@@ -77,27 +77,54 @@ fn check(name: &str, a: &LazyBuffer, b: &LazyBuffer, bias: &LazyBuffer) {
     }
 }
 
+/// A product's operand: its shape, and whether it is read through a transpose of its buffer (`Wᵀ`).
+type Operand = ([usize; 2], bool);
+
 #[test]
 fn every_product_path_gives_the_unfused_bits() {
-    // (name, a's shape, b's shape, b read transposed, with special values)
-    let cases: &[(&str, [usize; 2], [usize; 2], bool)] = &[
-        ("direct tile, B in place", [32, 64], [64, 128], false),
-        ("direct tile, B transposed (x·Wᵀ)", [32, 64], [128, 64], true),
-        ("direct tile, C computed transposed", [32, 128], [10, 128], true),
-        ("narrow C in the tile's rows", [7, 5], [5, 3], false),
-        ("rows longer than a block", [4, 8], [8, 1100], false),
-        ("one column", [6, 4], [4, 1], false),
-        ("one row", [1, 20], [20, 33], false),
-        ("sgemm, split by rows", [300, 200], [200, 96], false),
-        ("sgemm, wide, split as the transpose", [96, 200], [400, 200], true),
-        ("output split between threads", [128, 40], [40, 300], false),
+    let (plain, transposed) = (|shape| (shape, false), |shape| (shape, true));
+    let cases: &[(&str, Operand, Operand)] = &[
+        ("direct tile, B in place", plain([32, 64]), plain([64, 128])),
+        (
+            "direct tile, B transposed (x·Wᵀ)",
+            plain([32, 64]),
+            transposed([64, 128]),
+        ),
+        (
+            "direct tile, C computed transposed",
+            plain([32, 128]),
+            transposed([128, 10]),
+        ),
+        ("narrow C in the tile's rows", plain([7, 5]), plain([5, 3])),
+        ("rows longer than a block", plain([4, 8]), plain([8, 1100])),
+        ("one column", plain([6, 4]), plain([4, 1])),
+        ("one row", plain([1, 20]), plain([20, 33])),
+        (
+            "packed panels, split by columns",
+            plain([300, 200]),
+            plain([200, 96]),
+        ),
+        (
+            "packed panels past a depth block",
+            plain([96, 300]),
+            transposed([300, 200]),
+        ),
+        ("sgemm, split by rows", transposed([300, 200]), plain([200, 96])),
+        (
+            "sgemm, wide, split as the transpose",
+            transposed([96, 200]),
+            transposed([200, 400]),
+        ),
+        ("output split between threads", plain([128, 40]), plain([40, 300])),
     ];
-    for (seed, &(name, sa, sb, transposed)) in cases.iter().enumerate() {
+    for (seed, &(name, (sa, a_transposed), (sb, b_transposed))) in cases.iter().enumerate() {
         for special in [false, true] {
             let seed = 10 * seed as u64 + u64::from(special);
-            let a = buffer(&sa, seed, special);
-            let w = buffer(&sb, seed + 1000, special);
-            let b = if transposed { w.permute(&[1, 0]) } else { w };
+            let read = |shape: [usize; 2], seed, transposed| match transposed {
+                true => buffer(&[shape[1], shape[0]], seed, special).permute(&[1, 0]),
+                false => buffer(&shape, seed, special),
+            };
+            let (a, b) = (read(sa, seed, a_transposed), read(sb, seed + 1000, b_transposed));
             let n = b.shape()[1];
             let bias = buffer(&[1, n], seed + 2000, special);
             check(&format!("{name} (special {special})"), &a, &b, &bias);

@@ -2,6 +2,7 @@
 //! strides (so a transposed operand costs no copy). Small products with a short inner dimension
 //! skip sgemm's packing (see [`small_gemm`]), with the same results.
 
+use super::panel_gemm::Product;
 use super::small_gemm::{self, Matrix};
 use super::view::View;
 use crate::shape::runtime::numel;
@@ -59,6 +60,10 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Vec<f3
         // SAFETY: as for sgemm below.
         if unsafe { small_gemm::try_run((m, k, n), a_matrix, b_matrix, c, PARALLEL_MACS) } {
             path = "the direct tile";
+        } else if let Some(product) = Product::new((m, k, n), a_matrix, b_matrix) {
+            path = "packed panels of B";
+            // SAFETY: as for sgemm below.
+            unsafe { run_panels(&product, m.saturating_mul(k).saturating_mul(n), c) };
         } else {
             // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C
             // is wide (a batch of 128 against 512 features) gives them more rows to share, and
@@ -98,6 +103,29 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Vec<f3
     // SAFETY: the batches' m×n blocks tile the first `len` elements, and each was written.
     unsafe { out.set_len(len) };
     (out, path)
+}
+
+/// Runs `product` (of `macs` multiply-adds) into `c`, its panels of columns shared between
+/// threads when it is large. Each panel is computed whole by one thread, so sharing does not
+/// change results.
+///
+/// # Safety
+/// As for [`Product::run`] with all of C's panels.
+unsafe fn run_panels(product: &Product, macs: usize, c: *mut f32) {
+    let panels = product.panels();
+    let tasks = match macs >= PARALLEL_MACS {
+        true => super::parallel::threads().min(panels),
+        false => 1,
+    };
+    if tasks == 1 {
+        // SAFETY: as this function's contract says.
+        return unsafe { product.run(c, 0..panels) };
+    }
+    let c = SharedOut(c);
+    super::parallel::run(tasks, &|t| {
+        // SAFETY: the tasks' panel ranges are disjoint parts of `0..panels`.
+        unsafe { product.run(c.get(), t * panels / tasks..(t + 1) * panels / tasks) };
+    });
 }
 
 /// One `C = A·B` call of sgemm, with the strides of each matrix as (row, column).

@@ -45,6 +45,7 @@ mod math;
 mod matmul;
 mod node;
 pub mod ops;
+mod panel_gemm;
 pub(crate) mod parallel;
 pub mod reference;
 mod replay;

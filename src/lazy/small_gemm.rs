@@ -25,7 +25,7 @@ use std::mem::MaybeUninit;
 const PANEL: usize = 4096;
 
 /// Lanes of one AVX-512 vector of f32 (and the width of an AVX2 tile: two 8-lane vectors).
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 /// Vectors of C per tile row.
 const VECTORS: usize = 4;
 /// Columns of C per tile.
@@ -50,7 +50,7 @@ pub(super) struct Matrix {
 impl Matrix {
     /// The submatrix from row `row`, column `col` (a pointer computation only; reading it is
     /// valid where the original was).
-    fn at(self, row: usize, col: usize) -> Matrix {
+    pub(super) fn at(self, row: usize, col: usize) -> Matrix {
         let offset = row as isize * self.strides.0 + col as isize * self.strides.1;
         Matrix {
             ptr: self.ptr.wrapping_offset(offset),
@@ -76,6 +76,11 @@ enum Isa {
     /// transposed B cost more than it saved (in an emulation with sgemm's AVX2 kernel:
     /// `[32, 64] x [64, 128]` with B transposed 10.7 µs against 8.7).
     Avx2,
+}
+
+/// Whether this CPU has AVX-512F (the packed-panel path runs only there).
+pub(super) fn avx512() -> bool {
+    Isa::detect() == Some(Isa::Avx512)
 }
 
 impl Isa {
@@ -248,7 +253,7 @@ unsafe fn gemm_avx2(
 /// B's first `k` rows and `cols` columns lie within it; `panel` is valid for writing `k·width`
 /// values; with `AVX512`, the CPU has AVX-512F.
 #[inline(always)]
-unsafe fn pack_panel<const AVX512: bool>(
+pub(super) unsafe fn pack_panel<const AVX512: bool>(
     (k, cols, width): (usize, usize, usize),
     b: Matrix,
     panel: *mut f32,
@@ -417,7 +422,7 @@ unsafe fn column_tile<const V: usize, const R: usize, const L: usize>(
     clippy::needless_range_loop,
     reason = "indexed loops over constant bounds keep the accumulators in registers"
 )]
-unsafe fn tile<const R: usize, const V: usize, const L: usize>(
+pub(super) unsafe fn tile<const R: usize, const V: usize, const L: usize>(
     k: usize,
     a: Matrix,
     b: Matrix,

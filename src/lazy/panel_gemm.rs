@@ -1,0 +1,326 @@
+//! Products deeper than the direct tile takes, with A's rows contiguous and A small enough to
+//! stay in L2: a training step's forward products and input gradients at batch sizes up to a
+//! few hundred (`[128, 784] x [784, 512]`, `[128, 256] x [256, 512]`).
+//!
+//! B is copied one panel of 32 columns and up to 256 rows at a time (32 KiB, which stays in L1)
+//! and A is read in place, eight rows per tile, by the direct tile's register kernel: 16
+//! multiply-adds per step along `k` for two vector loads of B and eight of A. sgemm's AVX-512
+//! kernel broadcasts 16 values of A for each vector of B, about one load per multiply-add, and
+//! copies A as well as B.
+//!
+//! Every element is sgemm's, bit for bit: `k` is cut into sgemm's blocks of 256 from the
+//! start, each block's products are one chain of fused multiply-adds from `+0.0` in order, and
+//! each block after the first is added to C as sgemm adds it (`c + ab`, rounded once). The one
+//! exception is which NaN a sum of two NaNs carries, which follows the order of an instruction's
+//! operands and so the compiler (sgemm's own edge and inner tiles differ in it).
+
+use std::mem::MaybeUninit;
+use std::ops::Range;
+
+use super::small_gemm::{LANES, Matrix, avx512, pack_panel, tile};
+
+/// sgemm's depth block (matrixmultiply's `KC` for f32): blocks cut elsewhere would round
+/// differently.
+const DEPTH: usize = 256;
+/// Columns of C per panel: two vectors.
+const WIDTH: usize = 2 * LANES;
+/// Rows of C per tile: 8 × 2 vectors are 16 accumulators, enough to hide the multiply-adds'
+/// latency, and leave registers for B's two vectors and A's broadcasts.
+const ROWS: usize = 8;
+/// The most values of A taken. Every panel reads all of A, so A must stay in L2 (2 MiB per core
+/// here). Measured on one thread against sgemm: `[512, 784] x [784, 128]` 0.64 against 0.75
+/// ms and `[512, 512] x [512, 512]` 1.77 against 1.76, but `[1024, 1024] x [1024, 1024]` 18.7
+/// against 14.8.
+const MAX_A: usize = 1 << 19;
+
+/// `C = A·B` (`m×k` times `k×n`, C row-major with row stride `n`), for sharing between threads
+/// by panels of C's columns.
+#[derive(Clone, Copy)]
+pub(super) struct Product {
+    dims: (usize, usize, usize),
+    a: Matrix,
+    b: Matrix,
+}
+
+// SAFETY: a `Product` only describes its operands, which it reads; each call of `run` writes
+// only its own panels of C.
+unsafe impl Sync for Product {}
+
+impl Product {
+    /// The product, if this path takes it: the CPU has AVX-512, A's rows are contiguous, C is
+    /// at least one panel wide, and A has at most [`MAX_A`] values.
+    pub(super) fn new(dims: (usize, usize, usize), a: Matrix, b: Matrix) -> Option<Product> {
+        let (m, k, n) = dims;
+        let takes = m > 0 && k > 0 && n >= WIDTH && m.saturating_mul(k) <= MAX_A && a.strides.1 == 1;
+        (takes && avx512()).then_some(Product { dims, a, b })
+    }
+
+    /// How many panels C has (the last may be narrower).
+    pub(super) fn panels(&self) -> usize {
+        self.dims.2.div_ceil(WIDTH)
+    }
+
+    /// Computes panels `panels` of C (all of their rows).
+    ///
+    /// # Safety
+    /// `a` and `b` with their strides must address `m×k` and `k×n` matrices within their
+    /// allocations; `c` must be valid for writing `m×n` row-major values that alias neither, and
+    /// no other thread may write these panels meanwhile.
+    pub(super) unsafe fn run(&self, c: *mut f32, panels: Range<usize>) {
+        debug_assert!(panels.end <= self.panels());
+        // SAFETY: `new` checked that the CPU has AVX-512F; the rest is the caller's promise.
+        unsafe { run_avx512(self, c, panels) };
+    }
+}
+
+/// [`Product::run`], compiled for AVX-512.
+///
+/// # Safety
+/// As for [`Product::run`]; the CPU has AVX-512F.
+#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
+unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
+    let Product {
+        dims: (m, k, n),
+        a,
+        b,
+    } = *product;
+    // Only each block's first `depth` rows are written, and only those are read.
+    let mut panel = [MaybeUninit::<f32>::uninit(); DEPTH * WIDTH];
+    let panel_ptr = panel.as_mut_ptr().cast::<f32>();
+    let b_panel = Matrix {
+        ptr: panel_ptr,
+        strides: (WIDTH as isize, 1),
+    };
+    for j0 in panels.map(|j| j * WIDTH) {
+        let cols = WIDTH.min(n - j0);
+        for p0 in (0..k).step_by(DEPTH) {
+            let depth = DEPTH.min(k - p0);
+            // SAFETY: rows p0.. and columns j0.. of B lie within it; the panel holds
+            // DEPTH·WIDTH values.
+            unsafe { pack_panel::<true>((depth, cols, WIDTH), b.at(p0, j0), panel_ptr) };
+            let first = p0 == 0;
+            let mut i0 = 0;
+            while i0 < m {
+                let rows = match m - i0 {
+                    left if left >= ROWS => ROWS,
+                    left => (1 << left.ilog2()).min(4),
+                };
+                let (a_tile, c_tile) = (a.at(i0, p0), c.wrapping_add(i0 * n + j0));
+                let tile = Tile {
+                    depth,
+                    cols,
+                    ldc: n,
+                    first,
+                };
+                // SAFETY: rows i0..i0 + rows of A (from column p0) and of C (from column j0).
+                unsafe {
+                    match rows {
+                        ROWS => tile.run::<ROWS>(a_tile, b_panel, c_tile),
+                        4 => tile.run::<4>(a_tile, b_panel, c_tile),
+                        2 => tile.run::<2>(a_tile, b_panel, c_tile),
+                        _ => tile.run::<1>(a_tile, b_panel, c_tile),
+                    }
+                }
+                i0 += rows;
+            }
+        }
+    }
+}
+
+/// Where one tile's block of sums goes: `cols` columns of C (row stride `ldc`), stored if the
+/// block is the first along `k`, else added.
+#[derive(Clone, Copy)]
+struct Tile {
+    depth: usize,
+    cols: usize,
+    ldc: usize,
+    first: bool,
+}
+
+impl Tile {
+    /// `R` rows of the tile. A first block of a whole panel goes straight into C; any other is
+    /// staged, then stored or added value by value.
+    ///
+    /// # Safety
+    /// `a` addresses `R` rows of `depth` values; `b` is the packed panel; `c` is valid for
+    /// writing `R` rows of `cols` values at row stride `ldc`, already written unless `first`.
+    #[inline(always)]
+    unsafe fn run<const R: usize>(self, a: Matrix, b: Matrix, c: *mut f32) {
+        if self.first && self.cols == WIDTH {
+            // SAFETY: as this function's contract says.
+            unsafe { tile::<R, 2, LANES>(self.depth, a, b, c, self.ldc as isize) };
+            return;
+        }
+        let mut staged = [[0.0f32; WIDTH]; R];
+        // SAFETY: `staged` holds R rows of WIDTH values.
+        unsafe { tile::<R, 2, LANES>(self.depth, a, b, staged.as_mut_ptr().cast(), WIDTH as isize) };
+        for (r, row) in staged.iter().enumerate() {
+            // SAFETY: row r of the tile of C, `cols` values (written before, unless `first`).
+            let dst = unsafe { c.add(r * self.ldc) };
+            for (j, &sum) in row[..self.cols].iter().enumerate() {
+                unsafe { *dst.add(j) = if self.first { sum } else { *dst.add(j) + sum } };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+
+    fn sgemm((m, k, n): (usize, usize, usize), a: Matrix, b: Matrix) -> Vec<f32> {
+        let mut c = vec![f32::NAN; m * n];
+        // SAFETY: the operands address m×k and k×n matrices; c is m×n row-major.
+        unsafe {
+            matrixmultiply::sgemm(
+                m,
+                k,
+                n,
+                1.0,
+                a.ptr,
+                a.strides.0,
+                a.strides.1,
+                b.ptr,
+                b.strides.0,
+                b.strides.1,
+                0.0,
+                c.as_mut_ptr(),
+                n as isize,
+                1,
+            )
+        };
+        c
+    }
+
+    /// C by this path, panels split into `pieces` calls, into a buffer with guard values after
+    /// it; `None` where the path declines.
+    fn panels(dims: (usize, usize, usize), a: Matrix, b: Matrix, pieces: usize) -> Option<Vec<f32>> {
+        const GUARD: usize = 17;
+        let product = Product::new(dims, a, b)?;
+        let mut c = vec![-7.0f32; dims.0 * dims.2 + GUARD];
+        let total = product.panels();
+        for piece in 0..pieces {
+            // SAFETY: the operands address their matrices; c has room for m×n values.
+            unsafe {
+                product.run(
+                    c.as_mut_ptr(),
+                    piece * total / pieces..(piece + 1) * total / pieces,
+                )
+            };
+        }
+        let tail = c.split_off(dims.0 * dims.2);
+        assert!(tail.iter().all(|&v| v == -7.0), "{dims:?}: wrote past C");
+        Some(c)
+    }
+
+    /// Equal bits, or both NaN: where two NaNs meet in a sum, which one x86 returns follows the
+    /// order of the instruction's operands, which the compiler picks (sgemm's own edge tiles and
+    /// inner tiles differ in it).
+    fn same_value(x: f32, y: f32) -> bool {
+        x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+    }
+
+    /// The path's claim: sgemm's results bit for bit, on shapes straddling the tile's rows (8,
+    /// then 4, 2, 1), the panel's columns (32, and a narrower last panel) and sgemm's depth
+    /// blocks (256), with B row-major, column-major and strided, A with a row stride past its
+    /// width, and zeros of both signs, infinities, NaN and subnormals among the values.
+    #[test]
+    fn matches_sgemm_bit_for_bit() {
+        if !avx512() {
+            return;
+        }
+        let mut rng = StdRng::seed_from_u64(21);
+        let special = [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-40, 3e38];
+        let mut checked = 0;
+        for m in [1, 3, 8, 13, 40] {
+            for k in [1, 100, 255, 256, 257, 513, 784] {
+                for n in [32, 33, 47, 64, 100] {
+                    for layout in 0..3 {
+                        let mut value = |_| {
+                            if rng.random_ratio(1, 50) {
+                                special[rng.random_range(0..special.len())]
+                            } else {
+                                rng.random_range(-2.0f32..2.0)
+                            }
+                        };
+                        // A with two unused values after each row.
+                        let a: Vec<f32> = (0..m * (k + 2)).map(&mut value).collect();
+                        let a = Matrix {
+                            ptr: a.as_ptr(),
+                            strides: ((k + 2) as isize, 1),
+                        };
+                        // B row-major, column-major, or every other row of a taller matrix.
+                        let b: Vec<f32> = (0..2 * k * n).map(&mut value).collect();
+                        let strides = [(n as isize, 1), (1, k as isize), (2 * n as isize, 1)][layout];
+                        let b = Matrix {
+                            ptr: b.as_ptr(),
+                            strides,
+                        };
+                        let want = sgemm((m, k, n), a, b);
+                        for pieces in [1, 2] {
+                            let got = panels((m, k, n), a, b, pieces).expect("taken");
+                            let same = got.iter().zip(&want).all(|(x, y)| same_value(*x, *y));
+                            assert!(same, "({m}, {k}, {n}) layout {layout}, {pieces} pieces");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 5 * 7 * 5 * 3 * 2);
+    }
+
+    /// By hand: `[2, 300] x [300, 40]` with A's rows 1 and 2 and B's columns `j / 300` across
+    /// a depth-block boundary: C[0, j] = Σ_p j/300 = j, C[1, j] = 2j.
+    #[test]
+    fn hand_computed_product() {
+        if !avx512() {
+            return;
+        }
+        let (m, k, n) = (2, 300, 40);
+        let a: Vec<f32> = (0..m * k).map(|i| if i < k { 1.0 } else { 2.0 }).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i % n) as f32 / 300.0).collect();
+        let a = Matrix {
+            ptr: a.as_ptr(),
+            strides: (k as isize, 1),
+        };
+        let b = Matrix {
+            ptr: b.as_ptr(),
+            strides: (n as isize, 1),
+        };
+        let got = panels((m, k, n), a, b, 1).expect("taken");
+        for j in 0..n {
+            // 300 roundings of values below 40 each: within 300 · 2⁻²⁴ · 40 · 2 of the sum.
+            let bound = 300.0 * f32::EPSILON * 80.0;
+            assert!((got[j] - j as f32).abs() <= bound, "C[0, {j}] = {}", got[j]);
+            assert!(
+                (got[n + j] - 2.0 * j as f32).abs() <= 2.0 * bound,
+                "C[1, {j}] = {}",
+                got[n + j]
+            );
+        }
+    }
+
+    #[test]
+    fn declines_narrow_c_a_by_columns_and_a_large_a() {
+        let ones = vec![1.0f32; (1 << 19) + 1024];
+        let at = |strides| Matrix {
+            ptr: ones.as_ptr(),
+            strides,
+        };
+        assert!(
+            Product::new((8, 300, 31), at((300, 1)), at((31, 1))).is_none(),
+            "C 31 wide"
+        );
+        assert!(
+            Product::new((8, 300, 32), at((1, 8)), at((32, 1))).is_none(),
+            "A by columns"
+        );
+        let large = Product::new((1025, 512, 32), at((512, 1)), at((32, 1)));
+        assert!(large.is_none(), "A of 1025 × 512");
+        let taken = Product::new((1024, 512, 32), at((512, 1)), at((32, 1)));
+        assert_eq!(taken.is_some(), avx512(), "A of 1024 × 512");
+    }
+}
