@@ -1,6 +1,7 @@
 //! Batched matrix product on `matrixmultiply::sgemm`, reading both operands through their views'
 //! strides (so a transposed operand costs no copy). Small products with a short inner dimension
-//! skip sgemm's packing (see [`small_gemm`]), with the same results.
+//! skip sgemm's packing (see [`small_gemm`]), and deeper ones whose A is read by rows copy only
+//! B, a panel at a time (see [`super::panel_gemm`]); both with the same results.
 
 use super::panel_gemm::Product;
 use super::small_gemm::{self, Matrix};
