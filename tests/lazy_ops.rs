@@ -497,10 +497,12 @@ fn swap_last_two(rank: usize) -> Vec<usize> {
 fn matmul_layouts_and_shapes() {
     let mut rng = rng(8);
     let v = Values::Uniform(-2.0, 2.0);
-    // The last five take the small-product path on AVX-512 (C more than 16 wide one way, k up
-    // to 64, or 128 when that way is at most 32 wide): full and ragged column tiles, C wide only
-    // in its transpose, a deep narrow product, and a batch.
-    let cases: [(&[usize], usize, usize, usize); 16] = [
+    // The five after `64x70x65` take the small-product path on AVX-512 (C more than 16 wide one
+    // way, k up to 64, or 128 when that way is at most 32 wide): full and ragged column tiles, C
+    // wide only in its transpose, a deep narrow product, and a batch. `64x70x65` and the last two
+    // take packed panels of B where A is read by rows (C at least 32 wide): a ragged last panel,
+    // rows left over by the 8-row tile, sgemm's depth blocks of 256, and a batch.
+    let cases: [(&[usize], usize, usize, usize); 18] = [
         (&[], 1, 1, 1),
         (&[], 3, 4, 5),
         (&[], 1, 7, 1),
@@ -517,6 +519,8 @@ fn matmul_layouts_and_shapes() {
         (&[1, 2], 1, 5, 1),
         (&[], 0, 3, 2),
         (&[], 3, 0, 2),
+        (&[], 9, 300, 40),
+        (&[2], 12, 100, 64),
     ];
     for (batch, m, k, n) in cases {
         let shape = |r: usize, c: usize| [batch, &[r, c]].concat();
