@@ -57,7 +57,8 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Vec<f3
             strides: (bst[rank - 2], bst[rank - 1]),
         };
         let c = c.as_mut_ptr().cast::<f32>();
-        // Products split between threads stay on sgemm, which shares them best.
+        // Products large enough to split between threads skip the direct tile: packed panels
+        // and sgemm share them between threads.
         // SAFETY: as for sgemm below.
         if unsafe { small_gemm::try_run((m, k, n), a_matrix, b_matrix, c, PARALLEL_MACS) } {
             path = "the direct tile";

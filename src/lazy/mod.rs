@@ -8,14 +8,16 @@
 //! one fused pass; matrix products run on `matrixmultiply`, except small ones with a short inner
 //! dimension, which a register-tiled kernel (AVX-512, or AVX2 and FMA) computes without sgemm's
 //! packing, and deeper ones whose left operand is read by rows, which the same kernel computes
-//! over packed panels of the right one (AVX-512), both to the same bits. A bias row added to a product, relu, or both, when only the product
-//! feeds them, run on its output in place (same bits again). A realized node keeps its buffer and
-//! drops its inputs, so graphs do not grow across training steps.
+//! over packed panels of the right one (AVX-512), both to the same bits. A bias row added to a
+//! product, relu, or both, when only the product feeds them, run on its output in place (same
+//! bits again). A realized node keeps its buffer and drops its inputs, so graphs do not grow
+//! across training steps.
 //!
 //! Large elementwise kernels, reductions and matrix products are split across a pool of worker
 //! threads, one per extra core (`TEENYGRAD_THREADS=N` sets the count, caller included; `1` turns
-//! splitting off). Results do not depend on the thread count: elements, and rows or column panels
-//! of a product, are computed independently, and reductions are cut into pieces fixed by their shape.
+//! splitting off). Results do not depend on the thread count: elements, and rows or column
+//! panels of a product, are computed independently, and reductions are cut into pieces fixed by
+//! their shape.
 //!
 //! A graph with the same structure as one realized earlier on the same thread (a training loop's
 //! every step) reuses that one's kernels instead of grouping and building them again; see

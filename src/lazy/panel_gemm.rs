@@ -19,8 +19,9 @@ use std::ops::Range;
 
 use super::small_gemm::{LANES, Matrix, avx512, pack_panel, tile};
 
-/// sgemm's depth block (matrixmultiply's `KC` for f32): blocks cut elsewhere would round
-/// differently.
+/// sgemm's depth block (matrixmultiply's default `KC` for f32): blocks cut elsewhere would round
+/// differently. A build that sets `MATMUL_SGEMM_KC` changes sgemm's; results then stay within
+/// rounding of each other but are no longer the same bits (the unit test below would say so).
 const DEPTH: usize = 256;
 /// Columns of C per panel: two vectors.
 const WIDTH: usize = 2 * LANES;
