@@ -11,8 +11,9 @@
 //! Every element is sgemm's, bit for bit: `k` is cut into sgemm's blocks of 256 from the
 //! start, each block's products are one chain of fused multiply-adds from `+0.0` in order, and
 //! each block after the first is added to C as sgemm adds it (`c + ab`, rounded once). The one
-//! exception is which NaN a sum of two NaNs carries, which follows the order of an instruction's
-//! operands and so the compiler (sgemm's own edge and inner tiles differ in it).
+//! exception is which NaN comes out where two NaNs meet in one instruction: that follows the
+//! order of its operands, which the compiler picks (sgemm's own edge and inner tiles differ in
+//! it).
 
 use std::mem::MaybeUninit;
 use std::ops::Range;
@@ -229,8 +230,8 @@ mod tests {
         Some(c)
     }
 
-    /// Equal bits, or both NaN: where two NaNs meet in a sum, which one x86 returns follows the
-    /// order of the instruction's operands, which the compiler picks (sgemm's own edge tiles and
+    /// Equal bits, or both NaN: where two NaNs meet in one instruction, which one x86 returns
+    /// follows the order of its operands, which the compiler picks (sgemm's own edge tiles and
     /// inner tiles differ in it).
     fn same_value(x: f32, y: f32) -> bool {
         x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
