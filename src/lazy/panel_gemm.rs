@@ -181,33 +181,10 @@ impl Tile {
 
 #[cfg(test)]
 mod tests {
+    use super::super::small_gemm::tests::sgemm;
     use super::*;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
-
-    fn sgemm((m, k, n): (usize, usize, usize), a: Matrix, b: Matrix) -> Vec<f32> {
-        let mut c = vec![f32::NAN; m * n];
-        // SAFETY: the operands address m×k and k×n matrices; c is m×n row-major.
-        unsafe {
-            matrixmultiply::sgemm(
-                m,
-                k,
-                n,
-                1.0,
-                a.ptr,
-                a.strides.0,
-                a.strides.1,
-                b.ptr,
-                b.strides.0,
-                b.strides.1,
-                0.0,
-                c.as_mut_ptr(),
-                n as isize,
-                1,
-            )
-        };
-        c
-    }
 
     /// C by this path, panels split into `pieces` calls, into a buffer with guard values after
     /// it; `None` where the path declines.

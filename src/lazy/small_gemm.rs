@@ -461,7 +461,7 @@ pub(super) unsafe fn tile<const R: usize, const V: usize, const L: usize>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
@@ -482,8 +482,8 @@ mod tests {
         }
     }
 
-    /// `C = A·B` by sgemm, row-major.
-    fn sgemm((m, k, n): (usize, usize, usize), a: Matrix, b: Matrix) -> Vec<f32> {
+    /// `C = A·B` by sgemm, row-major (the packed-panel path's tests compare with it too).
+    pub(in crate::lazy) fn sgemm((m, k, n): (usize, usize, usize), a: Matrix, b: Matrix) -> Vec<f32> {
         let mut c = vec![f32::NAN; m * n];
         // SAFETY: the operands address m×k and k×n matrices; c is m×n row-major.
         unsafe {
