@@ -2,8 +2,8 @@
 //! part of the product when the product's only reader is that kernel (a `Linear` layer's
 //! `x·Wᵀ + b`, then relu). It must give, bit for bit, what the unfused kernels give on every path
 //! the product can take (the direct tile, read in place or transposed, packed panels of B, sgemm
-//! on one thread or split between threads, batched), with NaN, infinities and signed zeros in the values, and it
-//! must run as one kernel where it applies and leave every other graph as it was.
+//! on one thread or split between threads, batched), with NaN, infinities and signed zeros in the
+//! values, and it must run as one kernel where it applies and leave every other graph as it was.
 
 use teenygrad::lazy::{BinaryOp, LazyBuffer, UnaryOp, reference, stats};
 
