@@ -94,5 +94,27 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl Error {
+    /// The same error, naming `op` as the operation: a shape check that several operations share
+    /// (broadcasting) would otherwise name itself rather than the method the caller used.
+    pub(crate) fn in_op(self, op: &'static str) -> Error {
+        match self {
+            Error::ShapeMismatch { lhs, rhs, rule, .. } => Error::ShapeMismatch { op, lhs, rhs, rule },
+            other => other,
+        }
+    }
+}
+
+/// The value, or a panic with the error's message. The panic is reported at the line that called
+/// the panicking method (each caller up to the public method is `#[track_caller]`), not inside
+/// the library: a shape mismatch between run-time dims is a bug in that line.
+#[track_caller]
+pub(crate) fn or_panic<T>(result: Result<T>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(e) => panic!("{e}"),
+    }
+}
+
 /// The crate's `Result`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -929,28 +929,28 @@ fn batches() -> (Tensor<Batch4>, Tensor<Batch4>) {
 }
 
 #[test]
-#[should_panic(expected = "shapes [3, 4] and [5, 4] are incompatible")]
+#[should_panic(expected = "add: shapes [3, 4] and [5, 4] are incompatible")]
 fn operator_panics_naming_both_shapes() {
     let (a, b) = batches();
     let _ = &a + &b;
 }
 
 #[test]
-#[should_panic(expected = "shapes [3, 4] and [5, 4] are incompatible")]
+#[should_panic(expected = "mul: shapes [3, 4] and [5, 4] are incompatible")]
 fn owned_operator_panics_naming_both_shapes() {
     let (a, b) = batches();
     let _ = a * b;
 }
 
 #[test]
-#[should_panic(expected = "shapes [3, 4] and [5, 4] are incompatible")]
+#[should_panic(expected = "maximum: shapes [3, 4] and [5, 4] are incompatible")]
 fn method_panics_naming_both_shapes() {
     let (a, b) = batches();
     let _ = a.maximum(&b);
 }
 
 #[test]
-#[should_panic(expected = "shapes [3, 4] and [5, 4] are incompatible")]
+#[should_panic(expected = "lt: shapes [3, 4] and [5, 4] are incompatible")]
 fn comparison_panics_naming_both_shapes() {
     let (a, b) = batches();
     let _ = a.lt(&b);
@@ -971,7 +971,7 @@ fn where_else_panics_naming_both_shapes() {
 }
 
 #[test]
-#[should_panic(expected = "[3, 4] and [5, 4]")]
+#[should_panic(expected = "broadcast_to: shapes [3, 4] and [5, 4] are incompatible")]
 fn broadcast_to_panics_naming_both_shapes() {
     let (a, _) = batches();
     let _ = a.broadcast_to((5usize, Const::<4>));
@@ -980,31 +980,35 @@ fn broadcast_to_panics_naming_both_shapes() {
 #[test]
 fn try_forms_return_errors_naming_both_shapes() {
     let (a, b) = batches();
+    // Each error names the method that was called.
     let errors = [
-        a.try_add(&b).err(),
-        a.try_sub(&b).err(),
-        a.try_mul(&b).err(),
-        a.try_div(&b).err(),
-        a.try_maximum(&b).err(),
-        a.try_minimum(&b).err(),
-        a.try_pow(&b).err(),
-        a.try_broadcast_to((5usize, Const::<4>)).err(),
-        a.try_reshape_to((5usize, Const::<4>)).err(),
-        a.try_where_else(&a, &b).err(),
-        b.try_where_else(&a, &b).err(),
-        a.clone().requires_grad().try_add(&b).err(),
-        a.try_lt(&b).err(),
-        a.try_le(&b).err(),
-        a.try_gt(&b).err(),
-        a.try_ge(&b).err(),
-        a.try_eq(&b).err(),
-        try_mse(&a, &b).err(),
+        ("add", a.try_add(&b).err()),
+        ("sub", a.try_sub(&b).err()),
+        ("mul", a.try_mul(&b).err()),
+        ("div", a.try_div(&b).err()),
+        ("maximum", a.try_maximum(&b).err()),
+        ("minimum", a.try_minimum(&b).err()),
+        ("pow", a.try_pow(&b).err()),
+        ("broadcast_to", a.try_broadcast_to((5usize, Const::<4>)).err()),
+        ("reshape", a.try_reshape_to((5usize, Const::<4>)).err()),
+        ("where", a.try_where_else(&a, &b).err()),
+        ("where", b.try_where_else(&a, &b).err()),
+        ("add", a.clone().requires_grad().try_add(&b).err()),
+        ("lt", a.try_lt(&b).err()),
+        ("le", a.try_le(&b).err()),
+        ("gt", a.try_gt(&b).err()),
+        ("ge", a.try_ge(&b).err()),
+        ("eq", a.try_eq(&b).err()),
+        ("mse", try_mse(&a, &b).err()),
     ];
-    for err in errors {
+    for (op, err) in errors {
         let err = err.expect("an error, not a result");
         assert!(matches!(err, Error::ShapeMismatch { .. }), "{err:?}");
         let msg = err.to_string();
-        assert!(msg.contains("[3, 4]") && msg.contains("[5, 4]"), "{msg}");
+        assert!(
+            msg.starts_with(&format!("{op}: ")) && msg.contains("[3, 4]") && msg.contains("[5, 4]"),
+            "{msg}"
+        );
     }
     let m = Tensor::zeros_in((Const::<3>, 4usize));
     let err = m.try_matmul(&Tensor::zeros_in((5usize, Const::<2>))).unwrap_err();

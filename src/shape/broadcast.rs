@@ -149,7 +149,7 @@ fn mismatch(op: &'static str, lhs: &impl Shape, rhs: &impl Shape) -> Error {
         op,
         lhs: lhs.dims(),
         rhs: rhs.dims(),
-        rule: "trailing dims must be equal or `One` (run-time `usize` dims must be equal)",
+        rule: "trailing dims must be equal or `One`; run-time `usize` dims must be equal",
     }
 }
 
@@ -276,7 +276,7 @@ mod tests {
                 op: "broadcast",
                 lhs: vec![5, 3],
                 rhs: vec![6, 3],
-                rule: "trailing dims must be equal or `One` (run-time `usize` dims must be equal)",
+                rule: "trailing dims must be equal or `One`; run-time `usize` dims must be equal",
             })
         );
         // A run-time 1 is an exact size, like `Const<1>`.

@@ -6,7 +6,7 @@
 
 use super::{GradMode, Tensor};
 use crate::autograd::Var;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, or_panic};
 use crate::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp};
 use crate::shape::{Axes, Const, Dim, ReduceShape, Shape};
 
@@ -298,11 +298,12 @@ fn one_hot(indices: &[usize], classes: usize) -> Result<LazyBuffer> {
 /// use teenygrad::tensor::mse;
 /// assert_eq!(mse(&Tensor::from([1.0, 3.0]), &Tensor::from([0.0, 0.0])).item(), 5.0);
 /// ```
+#[track_caller]
 pub fn mse<S: Shape, G, G2: GradMode>(prediction: &Tensor<S, G>, target: &Tensor<S, G2>) -> Tensor<(), G>
 where
     G: GradMode + super::Join<G2, Out = G>,
 {
-    try_mse(prediction, target).unwrap_or_else(|e| panic!("{e}"))
+    or_panic(try_mse(prediction, target))
 }
 
 /// [`mse`], with [`Error::ShapeMismatch`] if run-time dims of the two differ.

@@ -40,8 +40,12 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// let t = Tensor::full_in((3usize,), 0.5);
     /// assert_eq!(t.to_vec(), vec![0.5; 3]);
     /// ```
+    #[track_caller]
     pub fn full_in(shape: S, value: f32) -> Self {
-        Self::try_full_in(shape, value).unwrap_or_else(|e| panic!("full_in: {e}"))
+        match Self::try_full_in(shape, value) {
+            Ok(t) => t,
+            Err(e) => panic!("full_in: {e}"),
+        }
     }
 
     /// [`full_in`](Self::full_in), or [`Error::ShapeOverflow`] if the shape's element count
@@ -64,8 +68,12 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// # Panics
     ///
     /// If the shape's element count overflows `usize`; see [`try_zeros_in`](Self::try_zeros_in).
+    #[track_caller]
     pub fn zeros_in(shape: S) -> Self {
-        Self::try_zeros_in(shape).unwrap_or_else(|e| panic!("zeros_in: {e}"))
+        match Self::try_zeros_in(shape) {
+            Ok(t) => t,
+            Err(e) => panic!("zeros_in: {e}"),
+        }
     }
 
     /// Zeros, or [`Error::ShapeOverflow`] if the shape's element count overflows `usize`.
@@ -84,8 +92,12 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// # Panics
     ///
     /// If the shape's element count overflows `usize`; see [`try_ones_in`](Self::try_ones_in).
+    #[track_caller]
     pub fn ones_in(shape: S) -> Self {
-        Self::try_ones_in(shape).unwrap_or_else(|e| panic!("ones_in: {e}"))
+        match Self::try_ones_in(shape) {
+            Ok(t) => t,
+            Err(e) => panic!("ones_in: {e}"),
+        }
     }
 
     /// Ones, or [`Error::ShapeOverflow`] if the shape's element count overflows `usize`.
@@ -99,8 +111,12 @@ impl<S: Shape> Tensor<S, NoGrad> {
     ///
     /// If the shape's element count overflows `usize` or its values cannot be allocated; see
     /// [`try_rand_in`](Self::try_rand_in).
+    #[track_caller]
     pub fn rand_in<R: Rng + ?Sized>(shape: S, rng: &mut R) -> Self {
-        Self::try_rand_in(shape, rng).unwrap_or_else(|e| panic!("rand_in: {e}"))
+        match Self::try_rand_in(shape, rng) {
+            Ok(t) => t,
+            Err(e) => panic!("rand_in: {e}"),
+        }
     }
 
     /// [`rand_in`](Self::rand_in), or an error if the shape's element count overflows `usize`
@@ -130,8 +146,12 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// let t = Tensor::uniform_in((4usize,), -1.0, 1.0, &mut rng);
     /// assert!(t.to_vec().iter().all(|x| (-1.0..1.0).contains(x)));
     /// ```
+    #[track_caller]
     pub fn uniform_in<R: Rng + ?Sized>(shape: S, low: f32, high: f32, rng: &mut R) -> Self {
-        Self::try_uniform_in(shape, low, high, rng).unwrap_or_else(|e| panic!("uniform_in: {e}"))
+        match Self::try_uniform_in(shape, low, high, rng) {
+            Ok(t) => t,
+            Err(e) => panic!("uniform_in: {e}"),
+        }
     }
 
     /// [`uniform_in`](Self::uniform_in), or an error as [`try_rand_in`](Self::try_rand_in) gives.
@@ -145,8 +165,12 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// # Panics
     ///
     /// As [`rand_in`](Self::rand_in); see [`try_randn_in`](Self::try_randn_in).
+    #[track_caller]
     pub fn randn_in<R: Rng + ?Sized>(shape: S, rng: &mut R) -> Self {
-        Self::try_randn_in(shape, rng).unwrap_or_else(|e| panic!("randn_in: {e}"))
+        match Self::try_randn_in(shape, rng) {
+            Ok(t) => t,
+            Err(e) => panic!("randn_in: {e}"),
+        }
     }
 
     /// [`randn_in`](Self::randn_in), or an error as [`try_rand_in`](Self::try_rand_in) gives.

@@ -9,7 +9,7 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 
 use super::{GradMode, Join, Tensor};
 use crate::autograd::Var;
-use crate::error::Result;
+use crate::error::{Result, or_panic};
 use crate::lazy::{BinaryOp, LazyBuffer, UnaryOp};
 use crate::shape::runtime::checked_numel;
 use crate::shape::{BroadcastShape, Shape};
@@ -178,12 +178,13 @@ macro_rules! broadcast_methods {
                 $(#[$doc])*
                 ///
                 /// Panics if two run-time (`usize`) dims differ; see the `try_` form.
+                #[track_caller]
                 pub fn $name<S2: Shape, G2: GradMode>(&self, rhs: &Tensor<S2, G2>) -> Tensor<S::Output, G::Out>
                 where
                     S: BroadcastShape<S2>,
                     G: Join<G2>,
                 {
-                    self.broadcast_op(BinaryOp::$op, rhs).unwrap_or_else(|e| panic!("{e}"))
+                    or_panic(self.$try_name(rhs))
                 }
 
                 /// The fallible form: an error naming both shapes if run-time dims differ, or
@@ -194,7 +195,7 @@ macro_rules! broadcast_methods {
                     S: BroadcastShape<S2>,
                     G: Join<G2>,
                 {
-                    self.broadcast_op(BinaryOp::$op, rhs)
+                    self.broadcast_op(BinaryOp::$op, rhs).map_err(|e| e.in_op(stringify!($name)))
                 }
             )*
         }
@@ -263,11 +264,12 @@ macro_rules! comparisons {
                 $(#[$doc])*
                 ///
                 /// Panics if two run-time (`usize`) dims differ; see the `try_` form.
+                #[track_caller]
                 pub fn $name<S2: Shape, G2: GradMode>(&self, rhs: &Tensor<S2, G2>) -> Tensor<S::Output>
                 where
                     S: BroadcastShape<S2>,
                 {
-                    self.compare(BinaryOp::$op, rhs, $swap).unwrap_or_else(|e| panic!("{e}"))
+                    or_panic(self.$try_name(rhs))
                 }
 
                 /// The fallible form: an error naming both shapes if run-time dims differ, or
@@ -277,7 +279,7 @@ macro_rules! comparisons {
                 where
                     S: BroadcastShape<S2>,
                 {
-                    self.compare(BinaryOp::$op, rhs, $swap)
+                    self.compare(BinaryOp::$op, rhs, $swap).map_err(|e| e.in_op(stringify!($name)))
                 }
             )*
         }
@@ -335,6 +337,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// let picked = Tensor::from([1.0, 2.0]).where_else(&cond, &Tensor::from([9.0, 9.0]));
     /// assert_eq!(picked.to_array(), [1.0, 9.0]);
     /// ```
+    #[track_caller]
     pub fn where_else<G2: GradMode, G3: GradMode>(
         &self,
         cond: &Tensor<S, G2>,
@@ -343,7 +346,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         G: Join<G3>,
     {
-        self.try_where_else(cond, other).unwrap_or_else(|e| panic!("{e}"))
+        or_panic(self.try_where_else(cond, other))
     }
 
     /// The fallible form of [`where_else`](Self::where_else): an error naming the shapes if
@@ -383,9 +386,12 @@ macro_rules! operator {
             G: Join<G2>,
         {
             type Output = Tensor<S::Output, G::Out>;
+            #[track_caller]
             fn $method(self, rhs: &Tensor<S2, G2>) -> Self::Output {
-                self.broadcast_op(BinaryOp::$op, rhs)
-                    .unwrap_or_else(|e| panic!("{e}"))
+                or_panic(
+                    self.broadcast_op(BinaryOp::$op, rhs)
+                        .map_err(|e| e.in_op(stringify!($method))),
+                )
             }
         }
         impl<S: Shape, S2: Shape, G: GradMode, G2: GradMode> $trait<Tensor<S2, G2>> for Tensor<S, G>
@@ -394,6 +400,7 @@ macro_rules! operator {
             G: Join<G2>,
         {
             type Output = Tensor<S::Output, G::Out>;
+            #[track_caller]
             fn $method(self, rhs: Tensor<S2, G2>) -> Self::Output {
                 (&self).$method(&rhs)
             }
@@ -404,6 +411,7 @@ macro_rules! operator {
             G: Join<G2>,
         {
             type Output = Tensor<S::Output, G::Out>;
+            #[track_caller]
             fn $method(self, rhs: &Tensor<S2, G2>) -> Self::Output {
                 (&self).$method(rhs)
             }
@@ -414,6 +422,7 @@ macro_rules! operator {
             G: Join<G2>,
         {
             type Output = Tensor<S::Output, G::Out>;
+            #[track_caller]
             fn $method(self, rhs: Tensor<S2, G2>) -> Self::Output {
                 self.$method(&rhs)
             }

@@ -3,7 +3,7 @@
 
 use super::{GradMode, Join, Tensor};
 use crate::autograd::Var;
-use crate::error::Result;
+use crate::error::{Result, or_panic};
 use crate::shape::runtime::checked_numel;
 use crate::shape::{MatMulShape, Shape};
 
@@ -19,12 +19,13 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert_eq!(a.matmul(&b).to_array(), [[17.0], [39.0]]);
     /// assert_eq!(Tensor::from([1.0, 1.0]).matmul(&a).to_array(), [4.0, 6.0]);
     /// ```
+    #[track_caller]
     pub fn matmul<S2: Shape, G2: GradMode>(&self, rhs: &Tensor<S2, G2>) -> Tensor<S::Output, G::Out>
     where
         S: MatMulShape<S2>,
         G: Join<G2>,
     {
-        self.try_matmul(rhs).unwrap_or_else(|e| panic!("{e}"))
+        or_panic(self.try_matmul(rhs))
     }
 
     /// The matrix product, or an error naming both shapes if run-time dims disagree

@@ -2,7 +2,7 @@
 //! reshaped in place). Static target shapes are checked at compile time; run-time dims at run time.
 
 use super::{GradMode, Tensor};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, or_panic};
 use crate::shape::runtime::checked_numel;
 use crate::shape::{
     Axes, BroadcastTo, Const, ConstShape, Dim, PermuteShape, Shape, assert_same_numel, check_reshape,
@@ -40,8 +40,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 
     /// [`try_reshape_to`](Self::try_reshape_to) that panics (naming both shapes) on a mismatch.
+    #[track_caller]
     pub fn reshape_to<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, G> {
-        self.try_reshape_to(dst).unwrap_or_else(|e| panic!("{e}"))
+        or_panic(self.try_reshape_to(dst))
     }
 
     /// All elements in one axis of static length `N` (`N` must be the element count).
@@ -87,11 +88,12 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 
     /// Broadcasts to `dst`, whose run-time dims must match; panics naming both shapes otherwise
     /// (see [`try_broadcast_to`](Self::try_broadcast_to)).
+    #[track_caller]
     pub fn broadcast_to<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, G>
     where
         S: BroadcastTo<Dst>,
     {
-        self.try_broadcast_to(dst).unwrap_or_else(|e| panic!("{e}"))
+        or_panic(self.try_broadcast_to(dst))
     }
 
     /// Broadcasts to `dst`, or an error naming both shapes if a run-time dim differs
@@ -106,7 +108,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: BroadcastTo<Dst>,
     {
-        self.shape.check_broadcast_to(&dst)?;
+        self.shape
+            .check_broadcast_to(&dst)
+            .map_err(|e| e.in_op("broadcast_to"))?;
         let dims = dst.dims();
         checked_numel(&dims)?;
         Ok(Tensor::from_var(dst, self.var.expand(&dims)))

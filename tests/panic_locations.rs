@@ -1,0 +1,61 @@
+//! A panicking method (run-time dims that disagree) reports the caller's line, not a line inside
+//! the library: that line is where the bug is. One test, since the panic hook it sets is global
+//! to the process.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Mutex;
+
+use teenygrad::prelude::*;
+use teenygrad::tensor::mse;
+
+static LAST: Mutex<Option<(String, u32, String)>> = Mutex::new(None);
+
+/// Runs `f`, which must panic, and returns the file and line the panic reported, and its message.
+fn panic_site(f: impl FnOnce()) -> (String, u32, String) {
+    *LAST.lock().unwrap() = None;
+    assert!(panic::catch_unwind(AssertUnwindSafe(f)).is_err(), "it panicked");
+    LAST.lock().unwrap().take().expect("the hook saw the panic")
+}
+
+type Rows = Tensor<(usize, Const<4>)>;
+/// A method's name, the line calling it, and the call.
+type Case<'a> = (&'static str, u32, Box<dyn FnOnce() + 'a>);
+
+#[test]
+fn panics_report_the_callers_line() {
+    panic::set_hook(Box::new(|info| {
+        let location = info.location().expect("a location");
+        let message = (info.payload().downcast_ref::<String>().cloned()).unwrap_or_default();
+        *LAST.lock().unwrap() = Some((location.file().to_string(), location.line(), message));
+    }));
+    let a: Rows = Tensor::zeros_in((3usize, Const::<4>));
+    let b: Rows = Tensor::ones_in((5usize, Const::<4>));
+    let w = Tensor::<(Const<3>, usize)>::zeros_in((Const::<3>, 4usize));
+    let m = Tensor::<(usize, Const<2>)>::zeros_in((5usize, Const::<2>));
+    let (five, huge) = ((5usize, Const::<4>), (usize::MAX, Const::<4>));
+    // One line each: `line!()` must be the line of the call.
+    let cases: Vec<Case> = vec![
+        ("add", line!(), Box::new(|| drop(&a + &b))),
+        ("sub", line!(), Box::new(|| drop(a.clone() - b.clone()))),
+        ("mul", line!(), Box::new(|| drop(&a * b.clone()))),
+        ("div", line!(), Box::new(|| drop(a.clone() / &b))),
+        ("maximum", line!(), Box::new(|| drop(a.maximum(&b)))),
+        ("lt", line!(), Box::new(|| drop(a.lt(&b)))),
+        ("where", line!(), Box::new(|| drop(b.where_else(&a, &b)))),
+        ("matmul", line!(), Box::new(|| drop(w.matmul(&m)))),
+        ("broadcast_to", line!(), Box::new(|| drop(a.broadcast_to(five)))),
+        ("reshape", line!(), Box::new(|| drop(a.reshape_to(five)))),
+        ("mse", line!(), Box::new(|| drop(mse(&a, &b)))),
+        ("zeros_in", line!(), Box::new(|| drop(Rows::zeros_in(huge)))),
+    ];
+    let sites: Vec<_> = cases
+        .into_iter()
+        .map(|(op, line, case)| (op, line, panic_site(case)))
+        .collect();
+    // The default hook again, so a failing assertion below is reported.
+    drop(panic::take_hook());
+    for (op, line, (file, reported, message)) in sites {
+        assert_eq!((file.as_str(), reported), (file!(), line), "{op}: {message}");
+        assert!(message.starts_with(&format!("{op}: ")), "{message}");
+    }
+}
