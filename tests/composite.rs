@@ -473,16 +473,14 @@ fn labels_out_of_range_or_of_the_wrong_length_are_errors() {
     assert!(cross_entropy(&logits, &Labels::new(vec![0, 1, usize::MAX], Const::<3>).unwrap()).is_err());
     // Labels::new checks the count against the batch.
     let err = Labels::new(vec![0, 1], Const::<3>).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::LengthMismatch {
-                expected: 3,
-                got: 2,
-                ..
-            }
-        ),
-        "{err:?}"
+    assert_eq!(
+        err,
+        Error::ShapeMismatch {
+            op: "Labels::new",
+            lhs: vec![2],
+            rhs: vec![3],
+            rule: "one class index per sample of the batch"
+        }
     );
     assert!(Labels::new(vec![0; 4], 3usize).is_err());
     // A run-time batch of logits against labels of another count.

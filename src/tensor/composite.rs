@@ -172,19 +172,25 @@ pub struct Labels<B: Dim> {
 }
 
 impl<B: Dim> Labels<B> {
-    /// Labels for the batch `batch`; an error if `indices.len()` is not its size.
+    /// Labels for the batch `batch`; [`Error::ShapeMismatch`] naming both counts if
+    /// `indices.len()` is not its size.
     ///
     /// ```
     /// use teenygrad::prelude::*;
     /// assert!(Labels::new(vec![0, 2, 1], Const::<3>).is_ok());
-    /// assert!(Labels::new(vec![0, 2], 3usize).is_err());
+    /// let err = Labels::new(vec![0, 2], 3usize).unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "Labels::new: shapes [2] and [3] are incompatible (one class index per sample of the batch)"
+    /// );
     /// ```
     pub fn new(indices: Vec<usize>, batch: B) -> Result<Self> {
         if indices.len() != batch.size() {
-            return Err(Error::LengthMismatch {
-                shape: vec![batch.size()],
-                expected: batch.size(),
-                got: indices.len(),
+            return Err(Error::ShapeMismatch {
+                op: "Labels::new",
+                lhs: vec![indices.len()],
+                rhs: vec![batch.size()],
+                rule: "one class index per sample of the batch",
             });
         }
         Ok(Labels { batch, indices })
