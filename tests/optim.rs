@@ -149,6 +149,9 @@ fn sgd_momentum_with_dampening() {
 fn sgd_nesterov() {
     let mut opt = Sgd::new(0.05).momentum(0.8).nesterov();
     check(&mut opt, &mut RefSgd::new(0.05, 0.8, 0.0, true, 0.0), 1);
+    // The builder's order does not matter.
+    let mut opt = Sgd::new(0.05).nesterov().momentum(0.8);
+    check(&mut opt, &mut RefSgd::new(0.05, 0.8, 0.0, true, 0.0), 1);
 }
 
 #[test]
@@ -163,9 +166,22 @@ fn sgd_weight_decay() {
 }
 
 #[test]
-#[should_panic(expected = "Nesterov momentum requires a momentum and zero dampening")]
+#[should_panic(
+    expected = "Nesterov momentum requires a momentum and zero dampening (momentum 0.9, dampening 0.1)"
+)]
 fn sgd_nesterov_with_dampening_is_rejected() {
-    let _ = Sgd::new(0.1).momentum(0.9).dampening(0.1).nesterov();
+    let mut opt = Sgd::new(0.1).momentum(0.9).nesterov().dampening(0.1);
+    check(&mut opt, &mut RefSgd::new(0.1, 0.9, 0.1, true, 0.0), 1);
+}
+
+#[test]
+#[should_panic(
+    expected = "Nesterov momentum requires a momentum and zero dampening (momentum 0, dampening 0)"
+)]
+fn sgd_nesterov_without_momentum_is_rejected() {
+    let mut opt = Sgd::new(0.1);
+    opt.nesterov = true;
+    check(&mut opt, &mut RefSgd::new(0.1, 0.0, 0.0, true, 0.0), 1);
 }
 
 /// A parameter that gets its first gradient late starts its momentum buffer then (PyTorch keeps

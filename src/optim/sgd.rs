@@ -67,12 +67,10 @@ impl Sgd {
         self
     }
 
-    /// With Nesterov momentum. Panics if momentum is 0 or dampening is not, as PyTorch rejects it.
+    /// With Nesterov momentum, which needs a momentum and zero dampening (as in PyTorch): the
+    /// builder methods may come in any order, and [`step`](Optimizer::step) panics if the
+    /// finished settings break that rule.
     pub fn nesterov(mut self) -> Self {
-        assert!(
-            self.momentum > 0.0 && self.dampening == 0.0,
-            "Nesterov momentum requires a momentum and zero dampening"
-        );
         self.nesterov = true;
         self
     }
@@ -85,7 +83,17 @@ impl Sgd {
 }
 
 impl Optimizer for Sgd {
+    /// # Panics
+    ///
+    /// With `nesterov` set but no momentum, or a nonzero dampening (a programmer error, checked
+    /// here since the fields are public and the builder's order is free).
     fn step<M: Params + ?Sized>(&mut self, model: &mut M) {
+        assert!(
+            !self.nesterov || (self.momentum > 0.0 && self.dampening == 0.0),
+            "Nesterov momentum requires a momentum and zero dampening (momentum {}, dampening {})",
+            self.momentum,
+            self.dampening
+        );
         let Sgd {
             lr,
             momentum,
