@@ -670,13 +670,21 @@ fn relu_and_abs_have_gradient_zero_at_zero() {
 
 #[test]
 fn pow_gradients_at_a_zero_base_or_exponent_are_zero_not_nan() {
-    // d/db 0^b = 0 for b > 0 (0^b is constant 0 there); d/da a^0 = 0 (a^0 is constant 1).
-    let a = Tensor::from([0.0, 0.0, 2.0, 3.0]).requires_grad();
-    let b = Tensor::from([2.0, 0.5, 0.0, 1.0]).requires_grad();
+    // d/db 0^b = 0 for b ≥ 0 (0^b is constant 0 there, and 0^0 = 1 is taken so too, as PyTorch
+    // does); d/da a^0 = 0 (a^0 is constant 1). With b < 0, 0^b is ±∞ and so is d/db, y·ln a:
+    // PyTorch 2.5.1 gives these same values.
+    let a = Tensor::from([0.0, 0.0, 2.0, 3.0, 0.0, 0.0, -0.0]).requires_grad();
+    let b = Tensor::from([2.0, 0.5, 0.0, 1.0, 0.0, -1.0, -1.0]).requires_grad();
     a.pow(&b).sum_all().backward();
-    let ln3 = 3.0f32.ln();
-    assert_eq!(a.grad().unwrap().to_array(), [0.0, f32::INFINITY, 0.0, 1.0]);
-    assert_eq!(b.grad().unwrap().to_array(), [0.0, 0.0, 2.0f32.ln(), 3.0 * ln3]);
+    let (inf, ln3) = (f32::INFINITY, 3.0f32.ln());
+    assert_eq!(
+        a.grad().unwrap().to_array(),
+        [0.0, inf, 0.0, 1.0, 0.0, -inf, -inf]
+    );
+    assert_eq!(
+        b.grad().unwrap().to_array(),
+        [0.0, 0.0, 2.0f32.ln(), 3.0 * ln3, 0.0, -inf, inf]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -76,13 +76,15 @@ impl Var {
                     Grads::from([g.mul(&a_wins.add(&half_tie)), g.mul(&b_wins.add(&half_tie))])
                 }
                 BinaryOp::Pow => {
-                    // a^0 = 1 for every a and 0^b = 0 for every b > 0: there the exact partials are
-                    // 0, where the general formulas would give 0·∞ = NaN.
+                    // a^0 = 1 for every a, so d/da is 0 where b = 0 (the formula gives 0·∞ = NaN
+                    // at a = 0). At a = 0 with b ≥ 0, d/db is taken as 0 as in PyTorch (0^b is 0,
+                    // or 1 at b = 0, where y·ln a is NaN or -∞); with b < 0 it is y·ln a, ±∞.
                     let (zero, one) = (full_like(&a, 0.0), full_like(&a, 1.0));
                     let da = b.mul(&a.binary(BinaryOp::Pow, &b.sub(&one)));
                     let da = cmp(BinaryOp::CmpEq, &b, &zero).where_(&zero, &da);
                     let db = y.mul(&a.unary(UnaryOp::Log));
-                    let db = cmp(BinaryOp::CmpEq, &a, &zero).where_(&zero, &db);
+                    let at_zero = cmp(BinaryOp::CmpEq, &a, &zero).mul(&cmp(BinaryOp::CmpLe, &zero, &b));
+                    let db = at_zero.where_(&zero, &db);
                     Grads::from([g.mul(&da), g.mul(&db)])
                 }
                 BinaryOp::CmpLt | BinaryOp::CmpLe | BinaryOp::CmpEq => {
