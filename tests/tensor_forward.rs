@@ -1055,12 +1055,40 @@ fn display_shows_values_and_shape() {
     );
     // Debug adds the shape type and the mode
     let tracked = Tensor::from([1.0]).requires_grad();
-    let debug = format!("{tracked:?}");
-    assert!(
-        debug.starts_with("tensor([1.0000], shape=[1])") && debug.ends_with("(tracked)"),
-        "{debug}"
+    assert_eq!(
+        format!("{tracked:?}"),
+        "tensor([1.0000], shape=[1]) as (Const<1>,) (tracked)"
+    );
+    let runtime = Tensor::zeros_in((2usize, Const::<1>));
+    assert_eq!(
+        format!("{runtime:?}"),
+        "tensor([[0.0000],\n        [0.0000]], shape=[2, 1]) as (2, Const<1>)"
     );
     assert!(!format!("{:?}", Tensor::from([1.0])).contains("tracked"));
+}
+
+#[test]
+fn display_switches_to_scientific_notation_as_pytorch_does() {
+    // Magnitudes below 1e-4, from 1e8, or spanning more than a factor of 1000 (nonzero finite
+    // values only; zeros, infinities and NaN do not count), compared in f64: the f32 nearest
+    // 1e-4 is below it, and PyTorch 2.5.1 prints it as 1.0000e-04 too.
+    let cases: [(&[f32], &str); 8] = [
+        (&[1e-6, -3e-5], "[1.0000e-6, -3.0000e-5]"),
+        (&[1e8, 1.0], "[1.0000e8, 1.0000e0]"),
+        (&[1000.0, 1.0, 0.0], "[1000.0000, 1.0000, 0.0000]"),
+        (&[1000.5, 1.0], "[1.0005e3, 1.0000e0]"),
+        (&[1e-4, f32::INFINITY, f32::NAN], "[1.0000e-4, inf, NaN]"),
+        (&[2e-4, f32::NEG_INFINITY], "[0.0002, -inf]"),
+        (&[0.0, -0.0], "[0.0000, -0.0000]"),
+        (&[2e-5], "[2.0000e-5]"),
+    ];
+    for (values, shown) in cases {
+        let t = Tensor::from_vec(values.to_vec(), (values.len(),)).unwrap();
+        assert_eq!(
+            t.to_string(),
+            format!("tensor({shown}, shape=[{}])", values.len())
+        );
+    }
 }
 
 #[test]
@@ -1074,6 +1102,7 @@ fn display_elides_large_tensors() {
         "tensor([0.0000, 1.0000, 2.0000, ..., 998.0000, 999.0000, 1000.0000], shape=[1001])"
     );
 
+    // 1 to 1599 span more than a factor of 1000: scientific notation, as PyTorch prints it.
     let big = Tensor::<Rank1<1600>>::arange()
         .reshape::<Rank2<40, 40>>()
         .to_string();
@@ -1082,16 +1111,16 @@ fn display_elides_large_tensors() {
     assert_eq!(lines.len(), 7, "3 rows, an elision, 3 rows:\n{big}");
     assert_eq!(
         lines[0],
-        "tensor([[0.0000, 1.0000, 2.0000, ..., 37.0000, 38.0000, 39.0000],"
+        "tensor([[0.0000e0, 1.0000e0, 2.0000e0, ..., 3.7000e1, 3.8000e1, 3.9000e1],"
     );
     assert_eq!(
         lines[1],
-        "        [40.0000, 41.0000, 42.0000, ..., 77.0000, 78.0000, 79.0000],"
+        "        [4.0000e1, 4.1000e1, 4.2000e1, ..., 7.7000e1, 7.8000e1, 7.9000e1],"
     );
     assert_eq!(lines[3], "        ...,");
     assert_eq!(
         lines[6],
-        "        [1560.0000, 1561.0000, 1562.0000, ..., 1597.0000, 1598.0000, 1599.0000]], shape=[40, 40])"
+        "        [1.5600e3, 1.5610e3, 1.5620e3, ..., 1.5970e3, 1.5980e3, 1.5990e3]], shape=[40, 40])"
     );
     assert!(big.len() < 600, "elided output stays short: {} chars", big.len());
 }

@@ -33,8 +33,15 @@ pub trait Dim: Copy + Clone + Debug + PartialEq + Send + Sync + 'static {
 /// use teenygrad::shape::{Const, ConstDim};
 /// assert_eq!(<Const<5> as ConstDim>::SIZE, 5);
 /// ```
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Const<const N: usize>;
+
+impl<const N: usize> std::fmt::Debug for Const<N> {
+    /// `Const<N>`: a shape's `Debug` then shows its sizes (a derived one printed just `Const`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Const<{N}>")
+    }
+}
 
 /// A static dimension of size 1 that broadcasts to any size, as numpy's 1 does.
 ///

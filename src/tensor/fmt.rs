@@ -1,4 +1,5 @@
-//! `Display` and `Debug`: values (elided PyTorch-style when large) and the shape. Both realize.
+//! `Display` and `Debug`: values (elided PyTorch-style when large, in scientific notation when
+//! their magnitudes call for it) and the shape. Both realize.
 
 use std::fmt;
 
@@ -9,15 +10,28 @@ use crate::shape::Shape;
 const ELIDE_ABOVE: usize = 1000;
 const EDGE: usize = 3;
 
+/// Whether to print `values` in scientific notation, by PyTorch's rule: the nonzero finite
+/// magnitudes span more than a factor of 1000, or reach 1e8, or go below 1e-4. With four
+/// decimals fixed, `1e-6` would print as `0.0000` and a small gradient look like none.
+fn scientific(values: &[f32]) -> bool {
+    // In f64, as PyTorch compares: the f32 nearest 1e-4 is below it.
+    let magnitudes = (values.iter().map(|&v| f64::from(v).abs())).filter(|&v| v > 0.0 && v.is_finite());
+    let (min, max) = magnitudes.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    max > 0.0 && (max / min > 1000.0 || max >= 1e8 || min < 1e-4)
+}
+
 fn write_nested(
     f: &mut fmt::Formatter<'_>,
     values: &[f32],
     dims: &[usize],
-    elide: bool,
+    (elide, scientific): (bool, bool),
     depth: usize,
 ) -> fmt::Result {
     let Some((&len, inner)) = dims.split_first() else {
-        return write!(f, "{:.4}", values[0]);
+        return match scientific {
+            true => write!(f, "{:.4e}", values[0]),
+            false => write!(f, "{:.4}", values[0]),
+        };
     };
     let stride: usize = inner.iter().product();
     let shown: Vec<Option<usize>> = if elide && len > 2 * EDGE {
@@ -39,7 +53,13 @@ fn write_nested(
             }
         }
         match entry {
-            Some(i) => write_nested(f, &values[i * stride..(i + 1) * stride], inner, elide, depth + 1)?,
+            Some(i) => write_nested(
+                f,
+                &values[i * stride..(i + 1) * stride],
+                inner,
+                (elide, scientific),
+                depth + 1,
+            )?,
             None => f.write_str("...")?,
         }
     }
@@ -51,6 +71,8 @@ impl<S: Shape, G: GradMode> fmt::Display for Tensor<S, G> {
     /// use teenygrad::prelude::*;
     /// let t = Tensor::from([[1.0, 2.0], [3.0, 4.0]]);
     /// assert_eq!(t.to_string(), "tensor([[1.0000, 2.0000],\n        [3.0000, 4.0000]], shape=[2, 2])");
+    /// let small = Tensor::from([1e-6, -3e-5]);
+    /// assert_eq!(small.to_string(), "tensor([1.0000e-6, -3.0000e-5], shape=[2])");
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let values = self.to_vec();
@@ -59,7 +81,8 @@ impl<S: Shape, G: GradMode> fmt::Display for Tensor<S, G> {
         if values.is_empty() {
             f.write_str("[]")?;
         } else {
-            write_nested(f, &values, &dims, values.len() > ELIDE_ABOVE, "tensor(".len())?;
+            let style = (values.len() > ELIDE_ABOVE, scientific(&values));
+            write_nested(f, &values, &dims, style, "tensor(".len())?;
         }
         write!(f, ", shape={dims:?})")
     }
