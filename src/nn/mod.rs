@@ -48,11 +48,31 @@ pub trait Init: Sized {
     fn init<R: rand::Rng + ?Sized>(rng: &mut R) -> Self;
 }
 
-/// A module's untracked twin for inference: same parameter values, no records, no cost.
+/// A module's untracked twin for inference: the parameter values as they are now, no records.
+///
+/// The twin is a snapshot: it shares the values' buffers without copying them, and an optimizer
+/// step or `load_state_dict` on the original afterwards copies a shared buffer before writing it,
+/// so the twin keeps the values it was made with. Call `detached()` again after training steps
+/// to evaluate the current parameters.
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::nn::{Detach, Init, Linear, Module};
+/// use teenygrad::optim::{Optimizer, Sgd};
+/// use rand::SeedableRng;
+/// let mut layer = Linear::<2, 1>::init(&mut rand::rngs::StdRng::seed_from_u64(0));
+/// let x = Tensor::from([[1.0, 2.0]]);
+/// let snapshot = layer.detached();
+/// let before = snapshot.forward(x.clone()).to_array();
+/// layer.forward(x.clone()).sum_all().backward();
+/// Sgd::new(0.1).step(&mut layer);
+/// assert_eq!(snapshot.forward(x.clone()).to_array(), before, "the snapshot kept its values");
+/// assert_ne!(layer.detached().forward(x).to_array(), before, "a new twin sees the step");
+/// ```
 pub trait Detach {
     /// The untracked twin's type.
     type Detached;
-    /// Shares the parameter values (no copy).
+    /// The twin, sharing the current parameter values' buffers (no copy).
     fn detached(&self) -> Self::Detached;
 }
 
