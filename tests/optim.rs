@@ -6,7 +6,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use teenygrad::lazy::stats;
 use teenygrad::nn::{Init, Linear, Param, Params};
-use teenygrad::optim::{Adam, Optimizer, Sgd};
+use teenygrad::optim::{Adam, Optimizer, Sgd, clip_grad_norm};
 use teenygrad::prelude::*;
 
 const STEPS: usize = 6;
@@ -28,6 +28,13 @@ fn grad_at(t: usize, i: usize) -> f32 {
 /// `bias_grad`), steps.
 fn train_step(model: &mut Model, opt: &mut impl Optimizer, t: usize, bias_grad: bool) {
     opt.zero_grad(model);
+    backward_at(model, t, bias_grad);
+    opt.step(model);
+}
+
+/// Backpropagates the linear loss of step `t`: gradient `grad_at(t, i)` on the weight, and on the
+/// bias when `bias_grad`.
+fn backward_at(model: &Model, t: usize, bias_grad: bool) {
     let c =
         Tensor::<Rank2<2, 3>>::from_vec((0..6).map(|i| grad_at(t, i)).collect(), Default::default()).unwrap();
     let d =
@@ -37,7 +44,6 @@ fn train_step(model: &mut Model, opt: &mut impl Optimizer, t: usize, bias_grad: 
         loss = &loss + &(model.bias.as_ref().unwrap() * &d).sum_all();
     }
     loss.backward();
-    opt.step(model);
 }
 
 fn flat(model: &Model) -> Vec<f64> {
@@ -462,4 +468,101 @@ fn stepping_another_model_with_the_same_optimizer_panics_with_both_lengths() {
     let mut large = Linear::<4, 3>::init(&mut StdRng::seed_from_u64(1));
     large.weight.sum_all().backward();
     sgd.step(&mut large);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gradient clipping
+
+/// The L2 norm, in f64.
+fn norm<'a>(values: impl IntoIterator<Item = &'a f32>) -> f64 {
+    values
+        .into_iter()
+        .map(|&g| f64::from(g).powi(2))
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// The model's gradients (weight then bias); `None` for a parameter without one.
+fn grads(model: &Model) -> Vec<Option<Vec<f32>>> {
+    let mut out = Vec::new();
+    model.visit("", &mut |_, p| out.push(p.grad_values()));
+    out
+}
+
+#[test]
+fn clip_grad_norm_scales_all_gradients_by_their_joint_norm() {
+    let mut m = model();
+    backward_at(&m, 1, true);
+    let before: Vec<f32> = grads(&m).into_iter().flatten().flatten().collect();
+    assert_eq!(before.len(), 8);
+    let total = norm(&before);
+    let max_norm = (total / 3.0) as f32;
+    let reported = clip_grad_norm(&mut m, max_norm);
+    // The norm: f64 squares, rounded once to f32.
+    assert_eq!(reported, total as f32);
+    // Each gradient times max_norm / (total + 1e-6). In f32 that is four roundings of at most
+    // ε/2 relative each (total to f32, the sum, the quotient, the product): 2ε, and a little
+    // for second-order terms.
+    let scale = f64::from(max_norm) / (total + 1e-6);
+    let after: Vec<f32> = grads(&m).into_iter().flatten().flatten().collect();
+    for (g, want) in after.iter().zip(before.iter().map(|&g| f64::from(g) * scale)) {
+        assert!(
+            (f64::from(*g) - want).abs() <= 2.5 * EPS * want.abs(),
+            "{g} against {want}"
+        );
+    }
+    // So the clipped gradients' norm is max_norm, shrunk by the 1e-6 (3e-7 relative here).
+    let clipped = norm(&after);
+    assert!(
+        (clipped - total * scale).abs() <= 2.5 * EPS * clipped,
+        "{clipped}"
+    );
+}
+
+#[test]
+fn clip_grad_norm_leaves_small_gradients_and_missing_ones_alone() {
+    let mut m = model();
+    backward_at(&m, 1, false);
+    let before = grads(&m);
+    assert!(before[1].is_none(), "the bias has no gradient");
+    let total = clip_grad_norm(&mut m, 1e6);
+    assert_eq!(
+        total,
+        norm(before[0].as_ref().unwrap()) as f32,
+        "the weight's alone"
+    );
+    assert_eq!(grads(&m), before, "below max_norm nothing changes, bit for bit");
+    // Nothing to clip: no gradients at all.
+    m.zero_grad();
+    assert_eq!(clip_grad_norm(&mut m, 1.0), 0.0);
+    assert_eq!(grads(&m), vec![None, None]);
+}
+
+#[test]
+fn clip_grad_norm_of_non_finite_gradients_follows_pytorch() {
+    // Weight gradients `x`, bias gradient 2.
+    let run = |x: [f32; 2]| {
+        let mut layer = Linear::<2, 1>::init(&mut StdRng::seed_from_u64(0));
+        let x = Tensor::from([x]);
+        ((&layer.weight * &x).sum_all() + layer.bias.as_ref().unwrap().sum_all() * 2.0).backward();
+        let total = clip_grad_norm(&mut layer, 1.0);
+        let mut grads = Vec::new();
+        layer.visit("", &mut |_, p| grads.extend(p.grad_values().unwrap()));
+        (total, grads)
+    };
+    // An infinite gradient: the norm is infinite, the factor 0, and inf · 0 is NaN.
+    let (total, g) = run([f32::INFINITY, 3.0]);
+    assert_eq!(total, f32::INFINITY);
+    assert!(g[0].is_nan() && g[1] == 0.0 && g[2] == 0.0, "{g:?}");
+    // A NaN gradient makes the norm and then every gradient NaN.
+    let (total, g) = run([f32::NAN, 3.0]);
+    assert!(total.is_nan() && g.iter().all(|v| v.is_nan()), "{total} {g:?}");
+}
+
+#[test]
+#[should_panic(expected = "clip_grad_norm needs a max_norm of at least 0, got -1")]
+fn clip_grad_norm_rejects_a_negative_max_norm() {
+    let mut m = model();
+    backward_at(&m, 1, true);
+    clip_grad_norm(&mut m, -1.0);
 }

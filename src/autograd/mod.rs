@@ -195,6 +195,17 @@ impl Var {
         }
     }
 
+    /// Multiplies a leaf's accumulated gradient, if any, by `factor` (in place when nothing else
+    /// holds the gradient's buffer).
+    pub(crate) fn scale_grad(&self, factor: f32) {
+        if let Some(node) = &self.node
+            && let NodeKind::Leaf { grad } = &node.kind
+            && let Some(grad) = lock(grad).as_mut()
+        {
+            grad.update(|values| values.iter_mut().for_each(|v| *v *= factor));
+        }
+    }
+
     /// Replaces a leaf's value with `buf`, keeping its identity and gradient.
     pub(crate) fn set_leaf_value(&mut self, buf: LazyBuffer) {
         debug_assert_eq!(self.buf.shape(), buf.shape());

@@ -1,5 +1,5 @@
 //! Optimizers: [`Sgd`] and [`Adam`] (with `AdamW`'s decoupled weight decay), following PyTorch's
-//! documented update rules.
+//! documented update rules, and [`clip_grad_norm`].
 //!
 //! A step is one pass over each parameter's values, written in place when nothing else can see
 //! them (a pending graph that still reads a parameter keeps the old values: the step then writes a
@@ -12,9 +12,11 @@
 //! arithmetic is up to a hundred times slower on x86, and the change is below 1.2e-38 per element.
 
 mod adam;
+mod clip;
 mod sgd;
 
 pub use adam::Adam;
+pub use clip::clip_grad_norm;
 pub use sgd::Sgd;
 
 use crate::nn::Params;
