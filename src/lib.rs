@@ -20,7 +20,9 @@ pub use rand;
 /// Everything a model-writing user needs, in one import.
 pub mod prelude {
     pub use crate::error::{Error, Result};
-    pub use crate::nn::{Detach, Gelu, Init, Linear, Mlp, Module, Param, Params, Relu, Sigmoid, Tanh};
+    pub use crate::nn::{
+        Detach, Gelu, Init, LayerNorm, Linear, Mlp, Module, Param, Params, Relu, Sigmoid, Tanh,
+    };
     pub use crate::optim::{Adam, Optimizer, Sgd};
     pub use crate::shape::{
         Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, Const, ConstShape, Dim, One, Rank0, Rank1, Rank2,

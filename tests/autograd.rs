@@ -385,6 +385,26 @@ fn cross_entropy_gradient_against_finite_differences() {
     });
 }
 
+/// LayerNorm is a composite of primitives: its input, weight and bias gradients through them,
+/// over a run-time batch of rows whose spreads differ (σ from about 0.2 to 2).
+#[test]
+fn layer_norm_gradients_against_finite_differences() {
+    let mut x = uniform(72, 12, -2.0, 2.0);
+    for v in &mut x[4..8] {
+        *v *= 0.1;
+    }
+    let inputs = [x, uniform(73, 4, 0.5, 1.5), uniform(74, 4, -1.0, 1.0)];
+    gradcheck("layer norm", &inputs, |l| {
+        let x = l.next((3usize, Const::<4>));
+        let norm = LayerNorm {
+            weight: l.next((Const::<4>,)),
+            bias: l.next((Const::<4>,)),
+            eps: 1e-5,
+        };
+        weigh(&norm.forward(x))
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Views
 

@@ -4,7 +4,7 @@
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use teenygrad::Error;
-use teenygrad::nn::{Detach, Gelu, Init, Linear, Mlp, Module, Params, Relu, Sigmoid, Tanh};
+use teenygrad::nn::{Detach, Gelu, Init, LayerNorm, Linear, Mlp, Module, Params, Relu, Sigmoid, Tanh};
 use teenygrad::prelude::*;
 
 const EPS: f64 = f32::EPSILON as f64;
@@ -298,4 +298,88 @@ fn load_state_dict_checks_everything_before_changing_anything() {
     state.reverse();
     model.load_state_dict(&state).unwrap();
     assert_eq!(model.state_dict(), donor.state_dict());
+}
+
+// ---------------------------------------------------------------------------------------------
+// LayerNorm
+
+/// LayerNorm over rows of `w.len()` values in f64, and per row the scale of its f32 rounding:
+/// `|w|·(max |x| + |mean|)/σ + |b|` at most, the magnitude of the terms each output is made of.
+fn layer_norm64(x: &[f32], w: &[f32], b: &[f32], eps: f32) -> (Vec<f64>, Vec<f64>) {
+    let n = w.len();
+    let (mut y, mut scale) = (Vec::new(), Vec::new());
+    for row in x.chunks(n) {
+        let row: Vec<f64> = row.iter().map(|&v| f64::from(v)).collect();
+        let mean = row.iter().sum::<f64>() / n as f64;
+        let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+        let sigma = (var + f64::from(eps)).sqrt();
+        let big = row.iter().fold(0.0f64, |m, v| m.max(v.abs())) + mean.abs();
+        for (j, v) in row.iter().enumerate() {
+            let (wj, bj) = (f64::from(w[j]), f64::from(b[j]));
+            y.push((v - mean) / sigma * wj + bj);
+            scale.push(wj.abs() * big / sigma + bj.abs());
+        }
+    }
+    (y, scale)
+}
+
+#[test]
+fn layer_norm_matches_an_f64_reference_at_every_rank() {
+    let mut r = rng(40);
+    let mut norm = LayerNorm::<5>::new();
+    norm.weight = Tensor::uniform_in(Default::default(), -2.0, 2.0, &mut r).requires_grad();
+    norm.bias = Tensor::uniform_in(Default::default(), -1.0, 1.0, &mut r).requires_grad();
+    let x: Tensor<Rank2<6, 5>> = Tensor::uniform_in(Default::default(), -3.0, 3.0, &mut r);
+    // A row far from zero (the mean is subtracted before squaring) and a constant row.
+    let mut values = x.to_vec();
+    for (j, v) in values[5..10].iter_mut().enumerate() {
+        *v = 1e4 + j as f32 * 0.5;
+    }
+    values[10..15].fill(7.0);
+    let x: Tensor<Rank2<6, 5>> = Tensor::from_vec(values.clone(), Default::default()).unwrap();
+    let (w, b) = (norm.weight.to_vec(), norm.bias.to_vec());
+    let got = norm.forward(x.clone()).to_vec();
+    // Each output rounds a few f32 operations on terms of at most `scale` (the mean's own
+    // rounding at |mean| shifts x − mean by up to ε/2·|mean|, which the far row magnifies by
+    // |mean|/σ): 8ε·scale bounds them.
+    let (want, scale) = layer_norm64(&values, &w, &b, norm.eps);
+    for (i, (g, (w, s))) in got.iter().zip(want.iter().zip(&scale)).enumerate() {
+        assert!((f64::from(*g) - w).abs() <= 8.0 * EPS * s, "{i}: {g} against {w}");
+    }
+    // A constant row normalizes to exactly 0, leaving the bias.
+    assert_eq!(bits(&got[10..15]), bits(&b));
+    // The same rows at rank 3 with run-time dims, and one row at rank 1, give the same bits.
+    let x3 = Tensor::from_vec(values.clone(), (2usize, 3usize, Const::<5>)).unwrap();
+    assert_eq!(bits(&norm.forward(x3).to_vec()), bits(&got));
+    let x1 = Tensor::<Rank1<5>>::from_vec(values[..5].to_vec(), Default::default()).unwrap();
+    assert_eq!(bits(&norm.forward(x1).to_vec()), bits(&got[..5]));
+    // An empty batch gives an empty output.
+    let empty = Tensor::zeros_in((0usize, Const::<5>));
+    assert!(norm.forward(empty).to_vec().is_empty());
+}
+
+#[test]
+fn layer_norm_of_one_feature_is_the_bias_and_its_parameters_are_named_as_pytorch() {
+    let mut norm = LayerNorm::<1>::new();
+    norm.bias = Tensor::from([0.25]).requires_grad();
+    let y = norm.forward(Tensor::from([[3.0], [-1e30], [0.0]]));
+    assert_eq!(y.to_vec(), vec![0.25; 3]);
+    let model = <(Linear<4, 5>, LayerNorm<5>, Relu)>::init(&mut rng(41));
+    assert_eq!(
+        model.named_dims(),
+        vec![
+            ("0.weight".to_string(), vec![5, 4]),
+            ("0.bias".to_string(), vec![5]),
+            ("1.weight".to_string(), vec![5]),
+            ("1.bias".to_string(), vec![5]),
+        ]
+    );
+    let state = model.1.state_dict();
+    assert_eq!(state[0].2, vec![1.0; 5], "weight starts at ones");
+    assert_eq!(state[1].2, vec![0.0; 5], "bias starts at zeros");
+    // The detached twin computes the same bits, untracked.
+    let x = Tensor::<Rank2<3, 4>>::randn(&mut rng(42));
+    let tracked = model.forward(x.clone());
+    let untracked: Tensor<Rank2<3, 5>, NoGrad> = model.detached().forward(x);
+    assert_eq!(bits(&tracked.to_vec()), bits(&untracked.to_vec()));
 }

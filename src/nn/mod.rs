@@ -1,5 +1,5 @@
-//! Neural-network building blocks: the [`Module`] trait, [`Linear`] layers, activations,
-//! sequential composition as tuples, and named access to parameters.
+//! Neural-network building blocks: the [`Module`] trait, [`Linear`] layers, [`LayerNorm`],
+//! activations, sequential composition as tuples, and named access to parameters.
 //!
 //! A whole MLP is one type: `(Linear<64, 128>, Relu, Linear<128, 10>)` is [`Mlp<64, 128, 10>`].
 //! Parameters are named as PyTorch's `nn.Sequential` names them (`"0.weight"`, `"2.bias"`), so
@@ -18,6 +18,7 @@
 
 mod activation;
 mod linear;
+mod norm;
 mod params;
 mod safetensors;
 mod sequential;
@@ -25,6 +26,7 @@ mod sequential;
 pub use self::safetensors::{from_bytes, load, save, to_bytes};
 pub use activation::{Gelu, Relu, Sigmoid, Tanh};
 pub use linear::Linear;
+pub use norm::LayerNorm;
 pub use params::{Name, Param, Params, join};
 
 /// A layer or model: maps a typed input to a typed output.
