@@ -276,6 +276,54 @@ fn unary_math_matches_f64() {
     assert_eq!(edge.recip().to_vec()[0], f32::INFINITY);
 }
 
+/// `powf`'s special exponents are their formulas (`x·x`, `√x`, ...), bit for bit, and so give
+/// PyTorch's values at signed zeros, infinities, NaN, negatives and a subnormal: the table is
+/// PyTorch 2.5.1's `x.pow(e)` on these inputs.
+#[test]
+fn powf_special_exponents_are_their_formulas_and_match_pytorch() {
+    let (inf, nan) = (f32::INFINITY, f32::NAN);
+    let x = [-0.0, 0.0, -inf, inf, nan, -2.0, 3.0, 1e-45];
+    let third = 1.0f32 / 3.0;
+    let cases: [(f32, [f32; 8]); 6] = [
+        (2.0, [0.0, 0.0, inf, inf, nan, 4.0, 9.0, 0.0]),
+        (3.0, [-0.0, 0.0, -inf, inf, nan, -8.0, 27.0, 0.0]),
+        (-2.0, [inf, inf, 0.0, 0.0, nan, 0.25, 1.0 / 9.0, inf]),
+        (0.5, [-0.0, 0.0, nan, inf, nan, nan, 3f32.sqrt(), 1e-45f32.sqrt()]),
+        (
+            -0.5,
+            [
+                -inf,
+                inf,
+                nan,
+                0.0,
+                nan,
+                nan,
+                1.0 / 3f32.sqrt(),
+                1.0 / 1e-45f32.sqrt(),
+            ],
+        ),
+        (-1.0, [-inf, inf, -0.0, 0.0, nan, -0.5, third, inf]),
+    ];
+    let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    for (e, want) in cases {
+        let got = Tensor::from(x).powf(e).to_array();
+        for i in 0..x.len() {
+            assert!(
+                same(got[i], want[i]),
+                "{}^{e}: {} against {}",
+                x[i],
+                got[i],
+                want[i]
+            );
+        }
+    }
+    // Other exponents stay libm's powf, element by element.
+    let got = Tensor::from(x).powf(2.5).to_array();
+    for i in 0..x.len() {
+        assert!(same(got[i], x[i].powf(2.5)), "{}^2.5", x[i]);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Binary, broadcasting
 

@@ -118,14 +118,30 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         Tensor::from_var(self.shape, self.var.binary(BinaryOp::Mul, &self.var))
     }
 
-    /// `x ^ exponent`.
+    /// `x ^ exponent`. As in PyTorch, the exponents 2, 3, -2, 0.5, -0.5 and -1 are computed as
+    /// `x·x`, `x·x·x`, `1/(x·x)`, `√x`, `1/√x` and `1/x` (fused and vectorized, where the general
+    /// power is a libm call per element), so a squared error costs what `square` does. Their
+    /// results follow those formulas: `(-0)^0.5` is `-0` and `(-∞)^0.5` NaN, as PyTorch gives,
+    /// where libm's `powf` gives `+0` and `+∞`; `x^3` can differ from libm's in the last bit.
     ///
     /// ```
     /// # use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([2.0]).powf(3.0).to_array(), [8.0]);
+    /// assert_eq!(Tensor::from([-3.0, 4.0]).powf(2.0).to_array(), [9.0, 16.0]);
+    /// assert_eq!(Tensor::from([4.0]).powf(-0.5).to_array(), [0.5]);
     /// ```
     pub fn powf(&self, exponent: f32) -> Self {
-        self.scalar_op(BinaryOp::Pow, exponent, false)
+        let (x, square) = (&self.var, || self.var.binary(BinaryOp::Mul, &self.var));
+        let var = match exponent {
+            2.0 => square(),
+            3.0 => square().binary(BinaryOp::Mul, x),
+            -2.0 => square().unary(UnaryOp::Recip),
+            0.5 => x.unary(UnaryOp::Sqrt),
+            -0.5 => x.unary(UnaryOp::Sqrt).unary(UnaryOp::Recip),
+            -1.0 => x.unary(UnaryOp::Recip),
+            _ => return self.scalar_op(BinaryOp::Pow, exponent, false),
+        };
+        Tensor::from_var(self.shape, var)
     }
 
     /// `op(self, c)` (or `op(c, self)` when `scalar_first`), with `c` broadcast.
