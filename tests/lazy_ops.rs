@@ -501,8 +501,10 @@ fn matmul_layouts_and_shapes() {
     // way, k up to 64, or 128 when that way is at most 32 wide): full and ragged column tiles, C
     // wide only in its transpose, a deep narrow product, and a batch. `64x70x65` and the last two
     // take packed panels of B where A is read by rows (C at least 32 wide): a ragged last panel,
-    // rows left over by the 8-row tile, sgemm's depth blocks of 256, and a batch.
-    let cases: [(&[usize], usize, usize, usize); 18] = [
+    // rows left over by the 8-row tile, sgemm's depth blocks of 256, and a batch. The last three
+    // are a matrix times a vector (run as its transpose on panels), a vector times a matrix
+    // (panels read in place) and a batch of matrix-vector products.
+    let cases: [(&[usize], usize, usize, usize); 21] = [
         (&[], 1, 1, 1),
         (&[], 3, 4, 5),
         (&[], 1, 7, 1),
@@ -521,6 +523,9 @@ fn matmul_layouts_and_shapes() {
         (&[], 3, 0, 2),
         (&[], 9, 300, 40),
         (&[2], 12, 100, 64),
+        (&[], 70, 300, 1),
+        (&[], 1, 300, 70),
+        (&[2], 40, 520, 1),
     ];
     for (batch, m, k, n) in cases {
         let shape = |r: usize, c: usize| [batch, &[r, c]].concat();
