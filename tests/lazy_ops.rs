@@ -419,6 +419,44 @@ fn reductions_spanning_many_blocks() {
     check_reductions_of(&mut rng(6), &[&[3usize, 3001][..], &[2, 50, 70], &[10_007]]);
 }
 
+/// A reduction of a permuted view runs over its axes in the buffer's order where that keeps the
+/// kept axes in their order: every permutation of a rank-3 buffer, every axis set, large enough
+/// for a reduction split into pieces, and with a second leaf read in the logical order.
+#[test]
+fn reductions_of_permuted_views() {
+    let mut rng = rng(9);
+    let stored = [3usize, 4, 5];
+    let orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+    for order in orders {
+        let x = leaf(&mut rng, &stored, Values::Uniform(-3.0, 3.0)).permute(&order);
+        for op in REDUCE {
+            for axes in axis_sets(3) {
+                check_reduce(
+                    &format!("{op:?} over {axes:?} of permute {order:?}"),
+                    &x,
+                    op,
+                    &axes,
+                );
+            }
+        }
+    }
+    // 60,000 values: split into pieces across threads; the reduced axis long or short.
+    let big = leaf(&mut rng, &[300, 200], Values::Uniform(-3.0, 3.0)).permute(&[1, 0]);
+    for axes in [&[0usize][..], &[1], &[0, 1]] {
+        for op in REDUCE {
+            check_reduce(
+                &format!("{op:?} over {axes:?} of a 200 × 300 transpose"),
+                &big,
+                op,
+                axes,
+            );
+        }
+    }
+    // Two leaves, one transposed and one not: the reduction of their product.
+    let y = leaf(&mut rng, &[200, 300], Values::Uniform(-3.0, 3.0));
+    check_reduce("sum of xᵀ·y over [1]", &big.mul(&y), ReduceOp::Sum, &[1]);
+}
+
 #[test]
 fn reduce_axes_in_any_order_and_repeated_are_one_set() {
     let x = leaf(&mut rng(9), &[2, 3, 4], Values::Uniform(-3.0, 3.0));

@@ -111,6 +111,9 @@ enum LeafAccess<'a> {
 impl FusedKernel {
     /// Runs the kernel and returns its output, row-major.
     pub(crate) fn run(&self) -> Vec<f32> {
+        if let Some(reordered) = self.in_memory_order() {
+            return reordered.run();
+        }
         let rank = self.shape.len();
         let reduced: &[usize] = self.reduce.as_ref().map_or(&[], |(_, axes)| axes);
         // Reducing one range of axes with kept axes after it, `[outer.., reduced.., inner..]` (a
@@ -199,6 +202,50 @@ impl FusedKernel {
             }
         }
         out
+    }
+
+    /// The same reduction with its axes reordered to follow the memory order of its leaves, if
+    /// that reads more of them row-major and leaves the kept axes in their order (so the output
+    /// is laid out as before). A reduction of a transposed or permuted view otherwise gathers it
+    /// element by element or copies it first: `x.t().sum(1)` over [1024, 1024] took 7 times
+    /// PyTorch's time. Only sums' rounding can change: each is a sum in f64 of the same values in
+    /// another order, rounded once to f32.
+    fn in_memory_order(&self) -> Option<FusedKernel> {
+        let (op, reduced) = self.reduce.as_ref()?;
+        let rank = self.shape.len();
+        let row_major = |leaves: &[Leaf]| {
+            (leaves.iter())
+                .filter(|l| l.view.mask().is_none() && l.view.has_contiguous_strides())
+                .count()
+        };
+        // The first leaf not read in order, whose axes (all longer than 1) the order follows.
+        let guide =
+            (self.leaves.iter()).find(|l| l.view.mask().is_none() && !l.view.has_contiguous_strides())?;
+        if self.shape.iter().any(|&d| d < 2) {
+            return None;
+        }
+        let strides = guide.view.strides();
+        let mut order: Vec<usize> = (0..rank).collect();
+        order.sort_by_key(|&a| std::cmp::Reverse(strides[a].unsigned_abs()));
+        let kept: Vec<usize> = order.iter().copied().filter(|a| !reduced.contains(a)).collect();
+        if kept.windows(2).any(|w| w[0] > w[1]) {
+            return None;
+        }
+        let leaves: Vec<Leaf> = (self.leaves.iter())
+            .map(|l| Leaf {
+                buf: l.buf.clone(),
+                view: l.view.permute(&order),
+            })
+            .collect();
+        if row_major(&leaves) <= row_major(&self.leaves) {
+            return None;
+        }
+        Some(FusedKernel {
+            shape: order.iter().map(|&a| self.shape[a]).collect(),
+            leaves,
+            program: self.program.clone(),
+            reduce: Some((*op, (0..rank).filter(|&i| reduced.contains(&order[i])).collect())),
+        })
     }
 
     /// A one-line description for the trace.
