@@ -208,8 +208,9 @@ impl FusedKernel {
     /// that reads more of them row-major and leaves the kept axes in their order (so the output
     /// is laid out as before). A reduction of a transposed or permuted view otherwise gathers it
     /// element by element or copies it first: `x.t().sum(1)` over [1024, 1024] took 7 times
-    /// PyTorch's time. Only sums' rounding can change: each is a sum in f64 of the same values in
-    /// another order, rounded once to f32.
+    /// PyTorch's time. What the order can change: a sum's last bit (an f64 sum of the same
+    /// values in another order, rounded once to f32), and for max and min, which of `-0` and
+    /// `+0`, or which NaN's payload, comes out when they meet.
     fn in_memory_order(&self) -> Option<FusedKernel> {
         let (op, reduced) = self.reduce.as_ref()?;
         let rank = self.shape.len();
