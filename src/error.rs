@@ -116,5 +116,15 @@ pub(crate) fn or_panic<T>(result: Result<T>) -> T {
     }
 }
 
+/// [`or_panic`], with the message prefixed by the method's name (for errors that do not carry
+/// it, such as a shape's overflow).
+#[track_caller]
+pub(crate) fn or_panic_in<T>(method: &str, result: Result<T>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(e) => panic!("{method}: {e}"),
+    }
+}
+
 /// The crate's `Result`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

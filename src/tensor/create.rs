@@ -5,7 +5,7 @@ use rand::Rng;
 
 use super::{NoGrad, Tensor};
 use crate::autograd::Var;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, or_panic_in};
 use crate::lazy::LazyBuffer;
 use crate::shape::runtime::checked_numel;
 use crate::shape::{Const, ConstShape, Shape};
@@ -42,10 +42,7 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// ```
     #[track_caller]
     pub fn full_in(shape: S, value: f32) -> Self {
-        match Self::try_full_in(shape, value) {
-            Ok(t) => t,
-            Err(e) => panic!("full_in: {e}"),
-        }
+        or_panic_in("full_in", Self::try_full_in(shape, value))
     }
 
     /// [`full_in`](Self::full_in), or [`Error::ShapeOverflow`] if the shape's element count
@@ -70,10 +67,7 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// If the shape's element count overflows `usize`; see [`try_zeros_in`](Self::try_zeros_in).
     #[track_caller]
     pub fn zeros_in(shape: S) -> Self {
-        match Self::try_zeros_in(shape) {
-            Ok(t) => t,
-            Err(e) => panic!("zeros_in: {e}"),
-        }
+        or_panic_in("zeros_in", Self::try_zeros_in(shape))
     }
 
     /// Zeros, or [`Error::ShapeOverflow`] if the shape's element count overflows `usize`.
@@ -94,10 +88,7 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// If the shape's element count overflows `usize`; see [`try_ones_in`](Self::try_ones_in).
     #[track_caller]
     pub fn ones_in(shape: S) -> Self {
-        match Self::try_ones_in(shape) {
-            Ok(t) => t,
-            Err(e) => panic!("ones_in: {e}"),
-        }
+        or_panic_in("ones_in", Self::try_ones_in(shape))
     }
 
     /// Ones, or [`Error::ShapeOverflow`] if the shape's element count overflows `usize`.
@@ -113,10 +104,7 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// [`try_rand_in`](Self::try_rand_in).
     #[track_caller]
     pub fn rand_in<R: Rng + ?Sized>(shape: S, rng: &mut R) -> Self {
-        match Self::try_rand_in(shape, rng) {
-            Ok(t) => t,
-            Err(e) => panic!("rand_in: {e}"),
-        }
+        or_panic_in("rand_in", Self::try_rand_in(shape, rng))
     }
 
     /// [`rand_in`](Self::rand_in), or an error if the shape's element count overflows `usize`
@@ -148,10 +136,7 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// ```
     #[track_caller]
     pub fn uniform_in<R: Rng + ?Sized>(shape: S, low: f32, high: f32, rng: &mut R) -> Self {
-        match Self::try_uniform_in(shape, low, high, rng) {
-            Ok(t) => t,
-            Err(e) => panic!("uniform_in: {e}"),
-        }
+        or_panic_in("uniform_in", Self::try_uniform_in(shape, low, high, rng))
     }
 
     /// [`uniform_in`](Self::uniform_in), or an error as [`try_rand_in`](Self::try_rand_in) gives.
@@ -167,10 +152,7 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// As [`rand_in`](Self::rand_in); see [`try_randn_in`](Self::try_randn_in).
     #[track_caller]
     pub fn randn_in<R: Rng + ?Sized>(shape: S, rng: &mut R) -> Self {
-        match Self::try_randn_in(shape, rng) {
-            Ok(t) => t,
-            Err(e) => panic!("randn_in: {e}"),
-        }
+        or_panic_in("randn_in", Self::try_randn_in(shape, rng))
     }
 
     /// [`randn_in`](Self::randn_in), or an error as [`try_rand_in`](Self::try_rand_in) gives.
