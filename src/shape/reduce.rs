@@ -19,7 +19,7 @@ use super::shapes::Shape;
 /// ```
 #[diagnostic::on_unimplemented(
     message = "cannot reduce shape `{Self}` over `{Ax}`",
-    label = "an axis in `{Ax}` is out of range for this shape",
+    label = "`{Ax}` has an axis out of range for this shape, or its axes are not increasing",
     note = "the axes of a rank-R shape are 0..R; a list of axes must be strictly increasing"
 )]
 pub trait ReduceShape<Ax: Axes>: Shape {
