@@ -10,6 +10,9 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use teenygrad::prelude::*;
 
+mod raw_sgemm;
+use raw_sgemm::sgemm;
+
 const N: usize = 1024;
 
 /// `a` (N×N, row-major) times `v`, by hand: one dot product per row.
@@ -17,30 +20,6 @@ fn matvec_by_hand(a: &[f32], v: &[f32]) -> Vec<f32> {
     a.chunks_exact(N)
         .map(|row| row.iter().zip(v).map(|(x, y)| x * y).sum())
         .collect()
-}
-
-fn sgemm(m: usize, k: usize, n: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
-    let mut out = vec![0.0f32; m * n];
-    // SAFETY: a is m×k, b is k×n and out m×n, all row-major.
-    unsafe {
-        matrixmultiply::sgemm(
-            m,
-            k,
-            n,
-            1.0,
-            a.as_ptr(),
-            k as isize,
-            1,
-            b.as_ptr(),
-            n as isize,
-            1,
-            0.0,
-            out.as_mut_ptr(),
-            n as isize,
-            1,
-        )
-    };
-    out
 }
 
 fn common_ops(c: &mut Criterion) {
