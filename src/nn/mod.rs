@@ -33,7 +33,7 @@ pub use params::{Name, Param, Params, join};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot take `{X}` as its input",
     label = "the input's shape does not fit this module",
-    note = "a `Linear<I, O>` takes a tensor of rank 1 to 3 whose last dim is `Const<I>` and gives one whose last dim is `Const<O>`",
+    note = "a `Linear<I, O>` takes a tensor of rank 1 to 3 whose last dim is `Const<I>` and gives one whose last dim is `Const<O>`; a `LayerNorm<N>` takes and gives one whose last dim is `Const<N>`",
     note = "in a tuple of modules, each module's output is the next one's input"
 )]
 pub trait Module<X> {
