@@ -5,7 +5,7 @@
 //!
 //! AVX-512 only, and only for programs of several ops that all have hand-written lanes here, each
 //! a few inlined vector instructions bit-identical to its scalar semantics in `ops`. Ops that run
-//! the compiler's loops (log, tanh, sin, cos, pow) pay a setup per call that short chunks
+//! the compiler's loops (log, sin, cos, pow) pay a setup per call that short chunks
 //! repeat too often; programs with them, single ops, and other CPUs run one instruction at a time
 //! over each block (`kernel`).
 
@@ -30,7 +30,7 @@ pub(crate) fn if_it_pays(program: &[Instr]) -> Option<Chunked<'_>> {
 /// Whether `program` can run chunk by chunk on this CPU.
 fn supports(program: &[Instr]) -> bool {
     let lanes = |instr: &Instr| match *instr {
-        Instr::Unary(op, _) => !matches!(op, UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Tanh),
+        Instr::Unary(op, _) => !matches!(op, UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos),
         Instr::Binary(op, _, _) => op != BinaryOp::Pow,
         Instr::Where(..) => true,
     };
@@ -66,6 +66,7 @@ fn vector_instructions(instr: &Instr) -> usize {
     match *instr {
         Instr::Unary(UnaryOp::Exp, _) => 15,
         Instr::Unary(UnaryOp::Erf, _) => 40,
+        Instr::Unary(UnaryOp::Tanh, _) => 30,
         Instr::Binary(
             BinaryOp::Max | BinaryOp::Min | BinaryOp::CmpLt | BinaryOp::CmpLe | BinaryOp::CmpEq,
             _,
@@ -238,6 +239,7 @@ unsafe fn execute_chunk(
         Instr::Unary(U::Sqrt, a) => lanes!(x = a => math::sqrt_avx512(x)),
         Instr::Unary(U::Sigmoid, a) => lanes!(x = a => math::sigmoid_avx512(x)),
         Instr::Unary(U::Erf, a) => lanes!(x = a => math::erf_avx512(x)),
+        Instr::Unary(U::Tanh, a) => lanes!(x = a => math::tanh_avx512(x)),
         Instr::Binary(B::Add, a, b) => lanes!(x = a, y = b => _mm512_add_ps(x, y)),
         Instr::Binary(B::Sub, a, b) => lanes!(x = a, y = b => _mm512_sub_ps(x, y)),
         Instr::Binary(B::Mul, a, b) => lanes!(x = a, y = b => _mm512_mul_ps(x, y)),
@@ -342,8 +344,8 @@ mod tests {
                 }
             }
         }
-        // Every op but log, sin, cos, tanh and pow.
-        assert_eq!(tested, 12 + 10 + 2 - 5);
+        // Every op but log, sin, cos and pow.
+        assert_eq!(tested, 12 + 10 + 2 - 4);
     }
 
     #[test]

@@ -724,6 +724,7 @@ unsafe fn execute_avx512(instr: &Instr, operands: &Operands, out: &mut [MaybeUni
         }
         Instr::Unary(op @ UnaryOp::Sqrt, _) => unary_avx512(op, operands[0], out, |x| math::sqrt_avx512(x)),
         Instr::Unary(op @ UnaryOp::Erf, _) => unary_avx512(op, operands[0], out, |x| math::erf_avx512(x)),
+        Instr::Unary(op @ UnaryOp::Tanh, _) => unary_avx512(op, operands[0], out, |x| math::tanh_avx512(x)),
         _ => execute_portable(instr, operands, out),
     }
 }

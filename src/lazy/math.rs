@@ -181,16 +181,73 @@ pub(crate) fn tanh_f32(x: f32) -> f32 {
     // Computed for |x|, then given x's sign (so -0 stays -0).
     let a = x.abs();
     let z = a * a;
-    let coefficients = [
-        -5.704_988_7e-3,
-        2.063_909e-2,
-        -5.373_971_6e-2,
-        1.333_144_2e-1,
-        -3.333_328e-1,
-    ];
-    let small = (polynomial(z, coefficients) * z).mul_add(a, a);
+    let small = (polynomial(z, TANH_SERIES) * z).mul_add(a, a);
     let large = 1.0 - 2.0 / (exp_f32(2.0 * a) + 1.0);
     (if a < 0.625 { small } else { large }).copysign(x)
+}
+
+/// `tanh`'s odd polynomial below 0.625 (Cephes), in `x²`.
+const TANH_SERIES: [f32; 5] = [
+    -5.704_988_7e-3,
+    2.063_909e-2,
+    -5.373_971_6e-2,
+    1.333_144_2e-1,
+    -3.333_328e-1,
+];
+
+/// [`tanh_f32`] over 16 lanes with AVX-512F: the same operations in the same order on every lane
+/// (both forms, then each lane's by its `|x|`), with [`exp_avx512`], so bit-identical.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn tanh_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let c = _mm512_set1_ps;
+    let (mul, fma) = (_mm512_mul_ps, _mm512_fmadd_ps);
+    let a = abs_avx512(x);
+    let z = mul(a, a);
+    let small = fma(mul(polynomial_avx512(z, &TANH_SERIES), z), a, a);
+    let large = _mm512_sub_ps(
+        c(1.0),
+        _mm512_div_ps(c(2.0), _mm512_add_ps(exp_avx512(mul(c(2.0), a)), c(1.0))),
+    );
+    let chosen = _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, c(0.625)), large, small);
+    copysign_avx512(chosen, x)
+}
+
+/// Horner's rule over 16 lanes, as [`polynomial`] (one fused multiply-add per coefficient).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn polynomial_avx512(x: std::arch::x86_64::__m512, coefficients: &[f32]) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let c = _mm512_set1_ps;
+    (coefficients[1..].iter()).fold(c(coefficients[0]), |p, &k| _mm512_fmadd_ps(p, x, c(k)))
+}
+
+/// `|x|` on 16 lanes: the sign bit cleared, as `f32::abs` does.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn abs_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    _mm512_castsi512_ps(_mm512_andnot_si512(
+        _mm512_set1_epi32(i32::MIN),
+        _mm512_castps_si512(x),
+    ))
+}
+
+/// `magnitude.copysign(sign)` on 16 lanes: every bit of `magnitude` but the sign bit, and `sign`'s.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn copysign_avx512(
+    magnitude: std::arch::x86_64::__m512,
+    sign: std::arch::x86_64::__m512,
+) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let bit = _mm512_set1_epi32(i32::MIN);
+    let (bits, float) = (_mm512_castps_si512, _mm512_castsi512_ps);
+    float(_mm512_or_si512(
+        _mm512_andnot_si512(bit, bits(magnitude)),
+        _mm512_and_si512(bit, bits(sign)),
+    ))
 }
 
 /// The error function, as [`Tensor::erf`](crate::tensor::Tensor::erf) documents it: below 0.5 in
@@ -227,28 +284,19 @@ pub(crate) fn erf_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m
     use std::arch::x86_64::*;
     let c = _mm512_set1_ps;
     let (mul, fma) = (_mm512_mul_ps, _mm512_fmadd_ps);
-    let (bits, float, sign) = (
-        _mm512_castps_si512,
-        _mm512_castsi512_ps,
-        _mm512_set1_epi32(i32::MIN),
-    );
-    let polynomial = |z: __m512, coefficients: &[f32]| {
-        (coefficients[1..].iter()).fold(c(coefficients[0]), |p, &k| fma(p, z, c(k)))
-    };
-    let a = float(_mm512_andnot_si512(sign, bits(x)));
+    let a = abs_avx512(x);
     let near = mul(
-        mul(polynomial(mul(x, x), &ERF_SERIES), x),
+        mul(polynomial_avx512(mul(x, x), &ERF_SERIES), x),
         c(std::f32::consts::FRAC_2_SQRT_PI),
     );
     let t = _mm512_div_ps(c(1.0), fma(a, c(ERF_P), c(1.0)));
-    let minus_square = float(_mm512_xor_si512(bits(mul(a, a)), sign));
-    let tail = mul(mul(polynomial(t, &ERF_A), t), exp_avx512(minus_square));
-    let magnitude = _mm512_sub_ps(c(1.0), tail);
-    // copysign: the magnitude's bits but the sign bit, and `x`'s sign bit.
-    let far = float(_mm512_or_si512(
-        _mm512_andnot_si512(sign, bits(magnitude)),
-        _mm512_and_si512(sign, bits(x)),
+    // -(a·a): negation flips the sign bit, as in the scalar form.
+    let minus_square = _mm512_castsi512_ps(_mm512_xor_si512(
+        _mm512_castps_si512(mul(a, a)),
+        _mm512_set1_epi32(i32::MIN),
     ));
+    let tail = mul(mul(polynomial_avx512(t, &ERF_A), t), exp_avx512(minus_square));
+    let far = copysign_avx512(_mm512_sub_ps(c(1.0), tail), x);
     _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, c(0.5)), far, near)
 }
 
@@ -378,6 +426,27 @@ mod tests {
             -103.9,
         ];
         lanes_match("exp", exp_avx512, exp_f32, &specials);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn tanh_avx512_matches_tanh_f32_bit_for_bit() {
+        // Both sides of the switch between the two forms at |x| = 0.625, and the tails.
+        let specials = [
+            0.0,
+            -0.0,
+            0.625,
+            -0.625,
+            0.624_999_94,
+            -0.624_999_94,
+            9.0,
+            -45.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            1e-40,
+        ];
+        lanes_match("tanh", tanh_avx512, tanh_f32, &specials);
     }
 
     #[cfg(target_arch = "x86_64")]
