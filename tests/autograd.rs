@@ -707,6 +707,35 @@ fn pow_gradients_at_a_zero_base_or_exponent_are_zero_not_nan() {
     );
 }
 
+/// `powf`'s gradient is PyTorch's `g·(e·x^(e−1))` at zeros of both signs, infinities and
+/// negatives too, for the exponents computed by formula and others: the table is PyTorch 2.5.1's
+/// `x.pow(e).sum().backward()` on these inputs.
+#[test]
+fn powf_gradients_at_zeros_and_infinities_match_pytorch() {
+    let (inf, nan) = (f32::INFINITY, f32::NAN);
+    let x = [0.0, -0.0, inf, -inf, 2.0, -3.0];
+    let cases: [(f32, [f32; 6]); 9] = [
+        (2.0, [0.0, -0.0, inf, -inf, 4.0, -6.0]),
+        (3.0, [0.0, 0.0, inf, inf, 12.0, 27.0]),
+        (-2.0, [-inf, inf, -0.0, 0.0, -0.25, 2.0 / 27.0]),
+        (0.5, [inf, -inf, 0.0, nan, 0.5 / 2f32.sqrt(), nan]),
+        (-0.5, [-inf, -inf, -0.0, -0.0, -0.5 * 2f32.powf(-1.5), nan]),
+        (-1.0, [-inf, -inf, -0.0, -0.0, -0.25, -1.0 / 9.0]),
+        (0.0, [0.0; 6]),
+        (2.5, [0.0, 0.0, inf, inf, 2.5 * 2f32.powf(1.5), nan]),
+        (1.0, [1.0; 6]),
+    ];
+    for (e, want) in cases {
+        let t = Tensor::from(x).requires_grad();
+        t.powf(e).sum_all().backward();
+        let got = t.grad().unwrap().to_array();
+        for i in 0..x.len() {
+            let same = got[i].to_bits() == want[i].to_bits() || (got[i].is_nan() && want[i].is_nan());
+            assert!(same, "d/dx {}^{e} = {} against {}", x[i], got[i], want[i]);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hand-computed cases
 

@@ -5,7 +5,8 @@
 //! Tie rules: `max`/`min` (binary) give each input half the gradient where they are equal; a max
 //! or min reduction splits the gradient evenly among all elements equal to the extreme. `relu` and
 //! `abs` have gradient 0 at 0. `pow(a, b)`: the gradient to `a` is 0 where `b = 0` and the gradient
-//! to `b` is 0 where `a = 0` (exact: `a^0 = 1` for all `a`; `0^b = 0` for all `b > 0`).
+//! to `b` is 0 where `a = 0` and `b ≥ 0` (exact: `a^0 = 1` for all `a`; `0^b = 0` for all `b > 0`).
+//! A power by a constant, `powf`, has PyTorch's rule `g·(e·x^(e−1))`, 0 for `e = 0`.
 
 use super::{BackwardFn, Grads, Var};
 use crate::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp};
@@ -13,6 +14,22 @@ use crate::shape::runtime::argsort;
 
 fn full_like(x: &LazyBuffer, value: f32) -> LazyBuffer {
     LazyBuffer::full(x.shape(), value)
+}
+
+/// `x^e` for a constant `e`. The exponents 2, 3, -2, 0.5, -0.5 and -1 are computed as PyTorch
+/// computes them, `x·x`, `x·x·x`, `1/(x·x)`, `√x`, `1/√x` and `1/x` (fused and vectorized, where
+/// `Pow` is a libm call per element); others by `Pow`.
+pub(crate) fn power(x: &LazyBuffer, e: f32) -> LazyBuffer {
+    let square = || x.mul(x);
+    match e {
+        2.0 => square(),
+        3.0 => square().mul(x),
+        -2.0 => square().unary(UnaryOp::Recip),
+        0.5 => x.unary(UnaryOp::Sqrt),
+        -0.5 => x.unary(UnaryOp::Sqrt).unary(UnaryOp::Recip),
+        -1.0 => x.unary(UnaryOp::Recip),
+        _ => x.binary(BinaryOp::Pow, &full_like(x, e)),
+    }
 }
 
 /// `1.0` where `a op b`, else `0.0`.
@@ -51,6 +68,21 @@ impl Var {
                         g.mul(&gaussian.mul(&full_like(&x, std::f32::consts::FRAC_2_SQRT_PI)))
                     }
                 }])
+            }) as BackwardFn
+        })
+    }
+
+    /// `self^e` for a constant `e` (see [`power`]), with PyTorch's gradient `g·(e·x^(e−1))`, the
+    /// power again by [`power`], and 0 for `e = 0`. Through the formulas' own rules instead, a
+    /// zero or infinite `x` met `∞·0` (`powf(-2.0)`'s gradient at 0 was NaN, not -∞).
+    pub(crate) fn powf(&self, e: f32) -> Var {
+        Var::record(power(&self.buf, e), &[self], || {
+            let x = self.buf.clone();
+            Box::new(move |g: &LazyBuffer| {
+                if e == 0.0 {
+                    return [full_like(&x, 0.0)].into();
+                }
+                [g.mul(&full_like(&x, e).mul(&power(&x, e - 1.0)))].into()
             }) as BackwardFn
         })
     }

@@ -122,7 +122,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// `x·x`, `x·x·x`, `1/(x·x)`, `√x`, `1/√x` and `1/x` (fused and vectorized, where the general
     /// power is a libm call per element), so a squared error costs what `square` does. Their
     /// results follow those formulas: `(-0)^0.5` is `-0` and `(-∞)^0.5` NaN, as PyTorch gives,
-    /// where libm's `powf` gives `+0` and `+∞`; `x^3` can differ from libm's in the last bit.
+    /// where libm's `powf` gives `+0` and `+∞`; `x^3` can differ from libm's in the last bit. The
+    /// gradient is PyTorch's too, `g·(e·x^(e−1))` with the power computed the same way, and 0 for
+    /// `e = 0`.
     ///
     /// ```
     /// # use teenygrad::prelude::*;
@@ -131,17 +133,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert_eq!(Tensor::from([4.0]).powf(-0.5).to_array(), [0.5]);
     /// ```
     pub fn powf(&self, exponent: f32) -> Self {
-        let (x, square) = (&self.var, || self.var.binary(BinaryOp::Mul, &self.var));
-        let var = match exponent {
-            2.0 => square(),
-            3.0 => square().binary(BinaryOp::Mul, x),
-            -2.0 => square().unary(UnaryOp::Recip),
-            0.5 => x.unary(UnaryOp::Sqrt),
-            -0.5 => x.unary(UnaryOp::Sqrt).unary(UnaryOp::Recip),
-            -1.0 => x.unary(UnaryOp::Recip),
-            _ => return self.scalar_op(BinaryOp::Pow, exponent, false),
-        };
-        Tensor::from_var(self.shape, var)
+        Tensor::from_var(self.shape, self.var.powf(exponent))
     }
 
     /// `op(self, c)` (or `op(c, self)` when `scalar_first`), with `c` broadcast.
