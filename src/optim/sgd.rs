@@ -86,7 +86,8 @@ impl Optimizer for Sgd {
     /// # Panics
     ///
     /// With `nesterov` set but no momentum, or a nonzero dampening (a programmer error, checked
-    /// here since the fields are public and the builder's order is free).
+    /// here since the fields are public and the builder's order is free), reported at the call.
+    #[track_caller]
     fn step<M: Params + ?Sized>(&mut self, model: &mut M) {
         assert!(
             !self.nesterov || (self.momentum > 0.0 && self.dampening == 0.0),
