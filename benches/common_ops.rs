@@ -1,7 +1,8 @@
 //! Everyday operations that once took a slow path, each against its limit: a [1024, 1024] matrix
 //! times a vector (and a vector times the matrix) against raw `sgemm` and a hand-written loop;
 //! a column sum of a transposed view against the same sum of a contiguous tensor and a loop; and
-//! `powf(2.0)` against `square` and a loop. Through the Tensor API, built and realized.
+//! `powf(2.0)` against `square` and a loop, and a squared error's forward and backward pass.
+//! Through the Tensor API, built and realized.
 
 use std::hint::black_box;
 
@@ -73,6 +74,15 @@ fn common_ops(c: &mut Criterion) {
     group.bench_function("square", |b| b.iter(|| black_box(&x).square().realize()));
     group.bench_function("hand_loop", |b| {
         b.iter(|| black_box(&xs).iter().map(|x| x * x).collect::<Vec<f32>>())
+    });
+    // A squared error's forward and backward pass: its gradient needs `x^1`.
+    let y = Tensor::<Rank2<N, N>>::randn(&mut rng).realize();
+    group.bench_function("squared_error_backward", |b| {
+        b.iter(|| {
+            let p = black_box(&x).clone().requires_grad();
+            (&p - &y).powf(2.0).mean_all().backward();
+            p.grad().expect("a gradient").realize()
+        })
     });
     group.finish();
 }

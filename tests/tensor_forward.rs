@@ -317,6 +317,12 @@ fn powf_special_exponents_are_their_formulas_and_match_pytorch() {
             );
         }
     }
+    // 1 and 0 give `x` and ones, as libm's powf does (NaN^0 is 1).
+    assert_eq!(
+        Tensor::from(x).powf(1.0).to_array().map(f32::to_bits),
+        x.map(f32::to_bits)
+    );
+    assert_eq!(Tensor::from(x).powf(0.0).to_array(), [1.0; 8]);
     // Other exponents stay libm's powf, element by element.
     let got = Tensor::from(x).powf(2.5).to_array();
     for i in 0..x.len() {

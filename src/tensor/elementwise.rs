@@ -119,8 +119,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 
     /// `x ^ exponent`. As in PyTorch, the exponents 2, 3, -2, 0.5, -0.5 and -1 are computed as
-    /// `x·x`, `x·x·x`, `1/(x·x)`, `√x`, `1/√x` and `1/x` (fused and vectorized, where the general
-    /// power is a libm call per element), so a squared error costs what `square` does. Their
+    /// `x·x`, `x·x·x`, `1/(x·x)`, `√x`, `1/√x` and `1/x`, and 1 and 0 give `x` and ones (fused and
+    /// vectorized, where the general power is a libm call per element), so a squared error costs
+    /// what `square` does, backward too. Their
     /// results follow those formulas: `(-0)^0.5` is `-0` and `(-∞)^0.5` NaN, as PyTorch gives,
     /// where libm's `powf` gives `+0` and `+∞`; `x^3` can differ from libm's in the last bit. The
     /// gradient is PyTorch's too, `g·(e·x^(e−1))` with the power computed the same way, and 0 for
