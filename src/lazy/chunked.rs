@@ -205,11 +205,8 @@ unsafe fn execute_chunk(
     use super::math;
     use super::ops::{BinaryOp as B, UnaryOp as U};
     use std::arch::x86_64::*;
-    let sign = _mm512_set1_epi32(i32::MIN);
     let zero = _mm512_setzero_ps();
     let one = _mm512_set1_ps(1.0);
-    let bits = _mm512_castps_si512;
-    let float = _mm512_castsi512_ps;
     // Lane masks are selected with blends: `blend(m, x, y)` is `y` where `m` is set, else `x`.
     let ones_where = |m: __mmask16| _mm512_maskz_mov_ps(m, one);
     let number = |x: __m512| _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x, x);
@@ -227,8 +224,8 @@ unsafe fn execute_chunk(
         }};
     }
     match *instr {
-        Instr::Unary(U::Neg, a) => lanes!(x = a => float(_mm512_xor_si512(bits(x), sign))),
-        Instr::Unary(U::Abs, a) => lanes!(x = a => float(_mm512_andnot_si512(sign, bits(x)))),
+        Instr::Unary(U::Neg, a) => lanes!(x = a => math::neg_avx512(x)),
+        Instr::Unary(U::Abs, a) => lanes!(x = a => math::abs_avx512(x)),
         // `max` returns its second operand for a NaN or two zeros of either sign: `x` then, as
         // the scalar `if x < 0 { 0 } else { x }` does. One instruction where a compare and a
         // blend took two.

@@ -80,18 +80,13 @@ pub(crate) fn exp_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m
     _mm512_scalef_ps(e, n)
 }
 
-/// `sigmoid` over 16 lanes with [`exp_avx512`]: `1 / (1 + e^-x)`, with `-x` by flipping
-/// the sign bit as scalar negation does.
+/// `sigmoid` over 16 lanes with [`exp_avx512`]: `1 / (1 + e^-x)`, with `-x` by [`neg_avx512`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 pub(crate) fn sigmoid_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
     use std::arch::x86_64::*;
-    let minus_x = _mm512_castsi512_ps(_mm512_xor_si512(
-        _mm512_castps_si512(x),
-        _mm512_set1_epi32(i32::MIN),
-    ));
     let one = _mm512_set1_ps(1.0);
-    _mm512_div_ps(one, _mm512_add_ps(one, exp_avx512(minus_x)))
+    _mm512_div_ps(one, _mm512_add_ps(one, exp_avx512(neg_avx512(x))))
 }
 
 /// Inputs at least this large take [`sqrt_avx512`]'s fast path: below it, `x - s²` for the
@@ -223,10 +218,21 @@ fn polynomial_avx512(x: std::arch::x86_64::__m512, coefficients: &[f32]) -> std:
     (coefficients[1..].iter()).fold(c(coefficients[0]), |p, &k| _mm512_fmadd_ps(p, x, c(k)))
 }
 
+/// `-x` on 16 lanes: the sign bit flipped, as scalar negation does (a NaN keeps its payload).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn neg_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    _mm512_castsi512_ps(_mm512_xor_si512(
+        _mm512_castps_si512(x),
+        _mm512_set1_epi32(i32::MIN),
+    ))
+}
+
 /// `|x|` on 16 lanes: the sign bit cleared, as `f32::abs` does.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn abs_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+pub(crate) fn abs_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
     use std::arch::x86_64::*;
     _mm512_castsi512_ps(_mm512_andnot_si512(
         _mm512_set1_epi32(i32::MIN),
@@ -290,12 +296,10 @@ pub(crate) fn erf_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m
         c(std::f32::consts::FRAC_2_SQRT_PI),
     );
     let t = _mm512_div_ps(c(1.0), fma(a, c(ERF_P), c(1.0)));
-    // -(a·a): negation flips the sign bit, as in the scalar form.
-    let minus_square = _mm512_castsi512_ps(_mm512_xor_si512(
-        _mm512_castps_si512(mul(a, a)),
-        _mm512_set1_epi32(i32::MIN),
-    ));
-    let tail = mul(mul(polynomial_avx512(t, &ERF_A), t), exp_avx512(minus_square));
+    let tail = mul(
+        mul(polynomial_avx512(t, &ERF_A), t),
+        exp_avx512(neg_avx512(mul(a, a))),
+    );
     let far = copysign_avx512(_mm512_sub_ps(c(1.0), tail), x);
     _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, c(0.5)), far, near)
 }
