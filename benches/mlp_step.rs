@@ -1,6 +1,7 @@
 //! One MLP training step (forward, cross entropy, backward, SGD update) and one inference pass,
 //! for the two models the speed issue compares with PyTorch: 64→128→10 at batch 32 and
-//! 784→512→256→10 at batch 128.
+//! 784→512→256→10 at batch 128; and the larger model's inference on one sample, where the
+//! weights are read once and nothing is reused.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rand::SeedableRng;
@@ -54,5 +55,15 @@ fn mlp_steps(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, mlp_steps);
+fn single_sample(c: &mut Criterion) {
+    let mut rng = StdRng::seed_from_u64(0);
+    let model =
+        <(Linear<784, 512>, Relu, Linear<512, 256>, Relu, Linear<256, 10>)>::init(&mut rng).detached();
+    let x = Tensor::<Rank2<1, 784>>::rand(&mut rng);
+    c.bench_function("mlp 784-512-256-10 b1 inference", |b| {
+        b.iter(|| black_box(model.forward(x.clone()).realize()))
+    });
+}
+
+criterion_group!(benches, mlp_steps, single_sample);
 criterion_main!(benches);

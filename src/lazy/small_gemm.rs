@@ -293,8 +293,7 @@ pub(super) unsafe fn pack_panel<const AVX512: bool>(
 }
 
 /// Writes the transpose of the 16 × 16 block whose rows start `src_stride` apart at `src` to
-/// rows `dst_stride` apart at `dst`: two rounds of unpacks within 128-bit lanes, then two of
-/// shuffles across them.
+/// rows `dst_stride` apart at `dst`.
 ///
 /// # Safety
 /// Both blocks lie within their allocations and do not overlap; the CPU has AVX-512F.
@@ -303,8 +302,20 @@ pub(super) unsafe fn pack_panel<const AVX512: bool>(
 unsafe fn transpose_block(src: *const f32, src_stride: isize, dst: *mut f32, dst_stride: usize) {
     use std::arch::x86_64::*;
     // SAFETY: row r of the source block.
-    let r: [__m512; LANES] =
-        std::array::from_fn(|i| unsafe { _mm512_loadu_ps(src.offset(i as isize * src_stride)) });
+    let rows = std::array::from_fn(|i| unsafe { _mm512_loadu_ps(src.offset(i as isize * src_stride)) });
+    for (i, row) in transpose_16x16(rows).into_iter().enumerate() {
+        // SAFETY: row i of the destination block.
+        unsafe { _mm512_storeu_ps(dst.add(i * dst_stride), row) };
+    }
+}
+
+/// The transpose of a 16 × 16 block held in 16 registers, one row each: two rounds of unpacks
+/// within 128-bit lanes, then two of shuffles across them (64 shuffles in all).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+#[inline]
+pub(super) fn transpose_16x16(r: [std::arch::x86_64::__m512; LANES]) -> [std::arch::x86_64::__m512; LANES] {
+    use std::arch::x86_64::*;
     // Pairs of rows interleaved: in each 128-bit lane L, a[2i] holds columns 4L, 4L+1 of rows
     // 2i, 2i+1, and a[2i+1] columns 4L+2, 4L+3.
     let a: [__m512d; LANES] = std::array::from_fn(|i| {
@@ -326,6 +337,7 @@ unsafe fn transpose_block(src: *const f32, src_stride: isize, dst: *mut f32, dst
         })
     });
     // Output row 4L + q gathers lane L of b[q], b[4 + q], b[8 + q], b[12 + q].
+    let mut out = [_mm512_setzero_ps(); LANES];
     for q in 0..4 {
         let (even_lo, odd_lo) = (
             _mm512_shuffle_f32x4::<0x88>(b[q], b[4 + q]),
@@ -335,17 +347,12 @@ unsafe fn transpose_block(src: *const f32, src_stride: isize, dst: *mut f32, dst
             _mm512_shuffle_f32x4::<0x88>(b[8 + q], b[12 + q]),
             _mm512_shuffle_f32x4::<0xDD>(b[8 + q], b[12 + q]),
         );
-        let rows = [
-            (q, _mm512_shuffle_f32x4::<0x88>(even_lo, even_hi)),
-            (4 + q, _mm512_shuffle_f32x4::<0x88>(odd_lo, odd_hi)),
-            (8 + q, _mm512_shuffle_f32x4::<0xDD>(even_lo, even_hi)),
-            (12 + q, _mm512_shuffle_f32x4::<0xDD>(odd_lo, odd_hi)),
-        ];
-        for (row, value) in rows {
-            // SAFETY: row `row` of the destination block.
-            unsafe { _mm512_storeu_ps(dst.add(row * dst_stride), value) };
-        }
+        out[q] = _mm512_shuffle_f32x4::<0x88>(even_lo, even_hi);
+        out[4 + q] = _mm512_shuffle_f32x4::<0x88>(odd_lo, odd_hi);
+        out[8 + q] = _mm512_shuffle_f32x4::<0xDD>(even_lo, even_hi);
+        out[12 + q] = _mm512_shuffle_f32x4::<0xDD>(odd_lo, odd_hi);
     }
+    out
 }
 
 /// Not reached: the path runs only where AVX-512 was detected.
