@@ -61,6 +61,13 @@ impl Product {
         (takes && avx512()).then_some(Product { dims, a, b })
     }
 
+    /// B's number of values, if the product has at most one tile of rows: then each value of B
+    /// is read once, in place, and reading B is most of the work.
+    pub(super) fn streams_b(&self) -> Option<usize> {
+        let (m, k, n) = self.dims;
+        (m <= ROWS).then_some(k * n)
+    }
+
     /// How many panels C has (the last may be narrower).
     pub(super) fn panels(&self) -> usize {
         self.dims.2.div_ceil(WIDTH)
