@@ -118,8 +118,9 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
             // read in place rather than copied first, by rows where B's rows are contiguous (a
             // vector times a matrix: 310 against 150 µs for PyTorch at 1024², copying
             // included), else by columns where those are (see `tile_by_columns`).
-            let in_place = b.strides.1 == 1 || b.strides.0 == 1;
-            let b_panel = if m <= ROWS && cols == WIDTH && in_place {
+            let by_columns = b.strides.1 != 1 && b.strides.0 == 1;
+            let in_place = m <= ROWS && cols == WIDTH && (b.strides.1 == 1 || by_columns);
+            let b_panel = if in_place {
                 b.at(p0, j0)
             } else {
                 // SAFETY: rows p0.. and columns j0.. of B lie within it; the panel holds
@@ -132,6 +133,8 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
             while i0 < m {
                 let rows = match m - i0 {
                     left if left >= ROWS => ROWS,
+                    // All rows in one pass: each block of B is transposed once.
+                    left if in_place && by_columns => left,
                     left => (1 << left.ilog2()).min(4),
                 };
                 let (a_tile, c_tile) = (a.at(i0, p0), c.wrapping_add(i0 * n + j0));
@@ -145,7 +148,11 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
                 unsafe {
                     match rows {
                         ROWS => tile.run::<ROWS>(a_tile, b_panel, c_tile),
+                        7 => tile.run::<7>(a_tile, b_panel, c_tile),
+                        6 => tile.run::<6>(a_tile, b_panel, c_tile),
+                        5 => tile.run::<5>(a_tile, b_panel, c_tile),
                         4 => tile.run::<4>(a_tile, b_panel, c_tile),
+                        3 => tile.run::<3>(a_tile, b_panel, c_tile),
                         2 => tile.run::<2>(a_tile, b_panel, c_tile),
                         _ => tile.run::<1>(a_tile, b_panel, c_tile),
                     }
@@ -400,7 +407,7 @@ mod tests {
     }
 
     /// The path's claim: sgemm's results bit for bit, on shapes straddling the tile's rows (8,
-    /// then 4, 2, 1), the panel's columns (32, and a narrower last panel) and sgemm's depth
+    /// then 4, 2, 1; with B read by columns in place, up to 8 at once), the panel's columns (32, and a narrower last panel) and sgemm's depth
     /// blocks (256), with B row-major, column-major and strided, A with a row stride past its
     /// width, and zeros of both signs, infinities, NaN and subnormals among the values.
     #[test]
@@ -411,7 +418,7 @@ mod tests {
         let mut rng = StdRng::seed_from_u64(21);
         let special = [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-40, 3e38];
         let mut checked = 0;
-        for m in [1, 3, 8, 13, 40] {
+        for m in [1, 3, 5, 7, 8, 13, 40] {
             for k in [1, 100, 255, 256, 257, 513, 784] {
                 for n in [32, 33, 47, 64, 100] {
                     for layout in 0..3 {
@@ -446,7 +453,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(checked, 5 * 7 * 5 * 3 * 2);
+        assert_eq!(checked, 7 * 7 * 5 * 3 * 2);
     }
 
     /// A vector times a matrix by rows, in strips: more columns than one strip holds, the
