@@ -299,7 +299,7 @@ pub(super) unsafe fn pack_panel<const AVX512: bool>(
 /// Both blocks lie within their allocations and do not overlap; the CPU has AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn transpose_block(src: *const f32, src_stride: isize, dst: *mut f32, dst_stride: usize) {
+pub(super) unsafe fn transpose_block(src: *const f32, src_stride: isize, dst: *mut f32, dst_stride: usize) {
     use std::arch::x86_64::*;
     // SAFETY: row r of the source block.
     let rows = std::array::from_fn(|i| unsafe { _mm512_loadu_ps(src.offset(i as isize * src_stride)) });
@@ -357,7 +357,7 @@ pub(super) fn transpose_16x16(r: [std::arch::x86_64::__m512; LANES]) -> [std::ar
 
 /// Not reached: the path runs only where AVX-512 was detected.
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn transpose_block(_: *const f32, _: isize, _: *mut f32, _: usize) {
+pub(super) unsafe fn transpose_block(_: *const f32, _: isize, _: *mut f32, _: usize) {
     unreachable!("small_gemm runs only on x86-64 with AVX-512")
 }
 
