@@ -87,13 +87,23 @@ simd_dispatch! {
                     *o = buf[(base + (first + j) as isize * stride) as usize];
                 }
             } else {
-                for (j, o) in row.iter_mut().enumerate() {
-                    let i = first + j;
-                    *o = if i >= lo && i < hi {
-                        buf[(base + i as isize * stride) as usize]
-                    } else {
-                        0.0
-                    };
+                // A padded row: zeros, the visible run `lo..hi` (a plain copy where the stride
+                // is 1), zeros. Checking each value against the mask made `exp` of a padded
+                // [1024, 1024] take 1.4 ms, four times `exp` of the tensor itself.
+                let end = first + count;
+                let from = lo.clamp(first, end);
+                let to = hi.clamp(from, end);
+                let (before, rest) = row.split_at_mut(from - first);
+                let (visible, after) = rest.split_at_mut(to - from);
+                before.fill(0.0);
+                after.fill(0.0);
+                if stride == 1 && !visible.is_empty() {
+                    let at = (base + from as isize) as usize;
+                    visible.copy_from_slice(&buf[at..at + visible.len()]);
+                } else {
+                    for (i, o) in (from..to).zip(visible) {
+                        *o = buf[(base + i as isize * stride) as usize];
+                    }
                 }
             }
             written += count;
