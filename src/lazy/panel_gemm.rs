@@ -122,10 +122,12 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
             // With one tile of rows, each value of the panel is read once: a whole panel is
             // read in place rather than copied first, by rows where B's rows are contiguous (a
             // vector times a matrix: 310 against 150 µs for PyTorch at 1024², copying
-            // included), else by columns where those are (see `tile_by_columns`).
-            let by_columns = b.strides.1 != 1 && b.strides.0 == 1;
-            let in_place = m <= ROWS
-                && (cols == WIDTH && b.strides.1 == 1 || (cols == WIDTH || cols == LANES) && by_columns);
+            // included), else by columns where those are, and then also a panel of one vector
+            // (see `tile_by_columns`).
+            let by_rows = b.strides.1 == 1;
+            let by_columns = !by_rows && b.strides.0 == 1;
+            let in_place =
+                m <= ROWS && ((cols == WIDTH && by_rows) || ((cols == WIDTH || cols == LANES) && by_columns));
             let b_panel = if in_place {
                 b.at(p0, j0)
             } else {
@@ -304,10 +306,11 @@ impl Tile {
     }
 }
 
-/// [`tile`]'s sums, for B read by columns: `R` rows of one panel of C over one depth block, or
-/// of its first `halves` of 16 columns, where B's columns are contiguous (a row-major weight read transposed, or a matrix times a
-/// vector run as its transpose). Each 16 × 16 block of B is transposed in registers and used at
-/// once: with one tile of rows, a panel copied first is written and read once for nothing. The
+/// [`tile`]'s sums, for B read by columns: `R` rows of the first `halves` 16 columns of a panel
+/// of C (both halves, or the one of a C 16 wide) over one depth block, where B's columns are
+/// contiguous (a row-major weight read transposed, or a matrix times a vector run as its
+/// transpose). Each 16 × 16 block of B is transposed in registers and used at once: with one
+/// tile of rows, a panel copied first is written and read once for nothing. The
 /// `[1, 784] x [784, 512]` product of a batch of one, B in L2, took 98 µs with the copy (78 % of
 /// it copying) and takes 41 µs this way.
 ///
@@ -335,8 +338,8 @@ unsafe fn tile_by_columns<const R: usize>(
     use super::small_gemm::transpose_16x16;
     use std::arch::x86_64::*;
     debug_assert_eq!(b.strides.0, 1);
-    // SAFETY (both closures): row r < R of A at column p < depth; column j < WIDTH of B from
-    // row p, with `depth - p` rows.
+    // SAFETY (both closures): row r < R of A at column p < depth; column j < 16·halves of B
+    // from row p, with `depth - p` rows.
     let a_at = |r: usize, p: usize| unsafe { *a.at(r, p).ptr };
     let column = |p: usize, j: usize| b.at(p, j).ptr;
     // One half of the panel at a time: with both at once, the compiler interleaved them, held
@@ -366,7 +369,7 @@ unsafe fn tile_by_columns<const R: usize>(
             }
         }
         for (r, &sum) in acc.iter().enumerate() {
-            // SAFETY: row r of the destination, values half·16.. of WIDTH.
+            // SAFETY: row r of the destination, values half·16.. of 16·halves.
             unsafe { _mm512_storeu_ps(dst.add(r * dst_stride + half * LANES), sum) };
         }
     }
