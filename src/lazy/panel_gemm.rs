@@ -54,13 +54,13 @@ unsafe impl Sync for Product {}
 
 impl Product {
     /// The product, if this path takes it: the CPU has AVX-512, A's rows are contiguous, C is
-    /// at least one panel wide (or, with at most one tile of rows and B read by columns, one
-    /// vector), and A has at most [`MAX_A`] values.
+    /// at least one panel wide (or any width, with at most one tile of rows and B read by
+    /// columns), and A has at most [`MAX_A`] values.
     pub(super) fn new(dims: (usize, usize, usize), a: Matrix, b: Matrix) -> Option<Product> {
         let (m, k, n) = dims;
         // A narrow C over a long B by columns: a `[16, 65536]` matrix times a vector took 0.8 ms
         // on sgemm, against 0.15 for PyTorch.
-        let narrow = n >= LANES && m <= ROWS && b.strides.0 == 1 && b.strides.1 != 1;
+        let narrow = m <= ROWS && b.strides.0 == 1 && b.strides.1 != 1;
         let wide_enough = n >= WIDTH || narrow;
         let takes = m > 0 && k > 0 && wide_enough && m.saturating_mul(k) <= MAX_A && a.strides.1 == 1;
         (takes && avx512()).then_some(Product { dims, a, b })
@@ -122,12 +122,11 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
             // With one tile of rows, each value of the panel is read once: a whole panel is
             // read in place rather than copied first, by rows where B's rows are contiguous (a
             // vector times a matrix: 310 against 150 µs for PyTorch at 1024², copying
-            // included), else by columns where those are, and then also a panel of one vector
+            // included), else by columns where those are, and then also a narrower last panel
             // (see `tile_by_columns`).
             let by_rows = b.strides.1 == 1;
             let by_columns = !by_rows && b.strides.0 == 1;
-            let in_place =
-                m <= ROWS && ((cols == WIDTH && by_rows) || ((cols == WIDTH || cols == LANES) && by_columns));
+            let in_place = m <= ROWS && ((cols == WIDTH && by_rows) || by_columns);
             let b_panel = if in_place {
                 b.at(p0, j0)
             } else {
@@ -300,15 +299,14 @@ impl Tile {
             if b.strides.1 == 1 {
                 tile::<R, 2, LANES>(self.depth, a, b, dst, dst_stride as isize);
             } else {
-                tile_by_columns::<R>(self.depth, self.cols / LANES, a, b, dst, dst_stride);
+                tile_by_columns::<R>(self.depth, self.cols, a, b, dst, dst_stride);
             }
         }
     }
 }
 
-/// [`tile`]'s sums, for B read by columns: `R` rows of the first `halves` 16 columns of a panel
-/// of C (both halves, or the one of a C 16 wide) over one depth block, where B's columns are
-/// contiguous (a row-major weight read transposed, or a matrix times a vector run as its
+/// [`tile`]'s sums, for B read by columns: `R` rows of the first `cols` columns of a panel of
+/// C over one depth block, where B's columns are contiguous (a row-major weight read transposed, or a matrix times a vector run as its
 /// transpose). Each 16 × 16 block of B is transposed in registers and used at once: with one
 /// tile of rows, a panel copied first is written and read once for nothing. The
 /// `[1, 784] x [784, 512]` product of a batch of one, B in L2, took 98 µs with the copy (78 % of
@@ -318,9 +316,9 @@ impl Tile {
 /// as [`tile`]'s, so the bits are the same.
 ///
 /// # Safety
-/// `a` addresses `R` rows of `depth` values; `b` addresses `depth` rows of `16·halves` values
-/// with row stride 1; `dst` is valid for writing `R` rows of `16·halves` values, `dst_stride`
-/// apart. The CPU has AVX-512F.
+/// `a` addresses `R` rows of `depth` values; `b` addresses `depth` rows of `cols <= WIDTH`
+/// values with row stride 1; `dst` is valid for writing `R` rows of `cols` values rounded up to
+/// a multiple of 16, `dst_stride` apart. The CPU has AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 #[allow(
@@ -329,7 +327,7 @@ impl Tile {
 )]
 unsafe fn tile_by_columns<const R: usize>(
     depth: usize,
-    halves: usize,
+    cols: usize,
     a: Matrix,
     b: Matrix,
     dst: *mut f32,
@@ -338,18 +336,23 @@ unsafe fn tile_by_columns<const R: usize>(
     use super::small_gemm::transpose_16x16;
     use std::arch::x86_64::*;
     debug_assert_eq!(b.strides.0, 1);
-    // SAFETY (both closures): row r < R of A at column p < depth; column j < 16·halves of B
-    // from row p, with `depth - p` rows.
+    // SAFETY (both closures): row r < R of A at column p < depth; column j < cols of B from
+    // row p, with `depth - p` rows.
     let a_at = |r: usize, p: usize| unsafe { *a.at(r, p).ptr };
     let column = |p: usize, j: usize| b.at(p, j).ptr;
     // One half of the panel at a time: with both at once, the compiler interleaved them, held
     // 32 columns of B in the 32 registers and spilled (62 against 41 µs for the product above).
-    for half in 0..halves {
+    for half in 0..cols.div_ceil(LANES) {
+        // Columns past `cols` read as zeros; their sums are not stored in C.
+        let width = LANES.min(cols - half * LANES);
         let mut acc = [_mm512_setzero_ps(); R];
         let mut p = 0;
         while p + LANES <= depth {
-            // SAFETY: 16 rows of B from row p, in column `half·16 + i`.
-            let columns = std::array::from_fn(|i| unsafe { _mm512_loadu_ps(column(p, half * LANES + i)) });
+            // SAFETY: 16 rows of B from row p, in column `half·16 + i < cols`.
+            let columns = std::array::from_fn(|i| match i < width {
+                true => unsafe { _mm512_loadu_ps(column(p, half * LANES + i)) },
+                false => _mm512_setzero_ps(),
+            });
             let rows = transpose_16x16(columns);
             for q in 0..LANES {
                 for r in 0..R {
@@ -360,8 +363,11 @@ unsafe fn tile_by_columns<const R: usize>(
         }
         // The last rows of a depth that is not a multiple of 16, value by value.
         for p in p..depth {
-            // SAFETY: row p of B, column `half·16 + i`.
-            let row: [f32; LANES] = std::array::from_fn(|i| unsafe { *column(p, half * LANES + i) });
+            // SAFETY: row p of B, column `half·16 + i < cols`.
+            let row: [f32; LANES] = std::array::from_fn(|i| match i < width {
+                true => unsafe { *column(p, half * LANES + i) },
+                false => 0.0,
+            });
             // SAFETY: `row` holds 16 values.
             let row = unsafe { _mm512_loadu_ps(row.as_ptr()) };
             for r in 0..R {
@@ -369,7 +375,7 @@ unsafe fn tile_by_columns<const R: usize>(
             }
         }
         for (r, &sum) in acc.iter().enumerate() {
-            // SAFETY: row r of the destination, values half·16.. of 16·halves.
+            // SAFETY: row r of the destination, 16 values from half·16.
             unsafe { _mm512_storeu_ps(dst.add(r * dst_stride + half * LANES), sum) };
         }
     }
@@ -418,7 +424,7 @@ mod tests {
 
     /// The path's claim: sgemm's results bit for bit, on shapes straddling the tile's rows (8,
     /// then 4, 2, 1; with B read by columns in place, up to 8 at once), the panel's columns (32,
-    /// a narrower last panel, and C of one vector or 1.5 by B's columns) and sgemm's depth
+    /// a narrower last panel, and a C of 1 to 24 columns by B's columns) and sgemm's depth
     /// blocks (256), with B row-major, column-major and strided, A with a row stride past its
     /// width, and zeros of both signs, infinities, NaN and subnormals among the values.
     #[test]
@@ -431,7 +437,7 @@ mod tests {
         let mut checked = 0;
         for m in [1, 3, 5, 7, 8, 13, 40] {
             for k in [1, 100, 255, 256, 257, 513, 784] {
-                for n in [16, 24, 32, 33, 47, 64, 100] {
+                for n in [1, 10, 16, 24, 32, 33, 47, 64, 100] {
                     for layout in 0..3 {
                         let mut value = |_| {
                             if rng.random_ratio(1, 50) {
@@ -467,9 +473,9 @@ mod tests {
                 }
             }
         }
-        // C at least a panel wide: every case. C 16 or 24 wide: only B by columns (layout 1,
+        // C at least a panel wide: every case. C 1 to 24 wide: only B by columns (layout 1,
         // and not at k = 1, where its strides are both 1) with up to 8 rows.
-        assert_eq!(checked, 7 * 7 * 5 * 3 * 2 + 5 * 6 * 2 * 2);
+        assert_eq!(checked, 7 * 7 * 5 * 3 * 2 + 5 * 6 * 4 * 2);
     }
 
     /// A vector times a matrix by rows, in strips: more columns than one strip holds, the
@@ -548,18 +554,14 @@ mod tests {
             Product::new((8, 300, 31), at((300, 1)), at((31, 1))).is_none(),
             "C 31 wide"
         );
-        // A C narrower than a panel, down to one vector, is taken with B read by columns and at
-        // most 8 rows.
+        // A C narrower than a panel, down to one column, is taken with B read by columns and
+        // at most 8 rows.
         let by_columns = at((1, 300));
-        let narrow = Product::new((8, 300, 16), at((300, 1)), by_columns);
-        assert_eq!(narrow.is_some(), avx512(), "8 × 16, B by columns");
+        let narrow = Product::new((8, 300, 1), at((300, 1)), by_columns);
+        assert_eq!(narrow.is_some(), avx512(), "8 × 1, B by columns");
         assert!(
             Product::new((9, 300, 16), at((300, 1)), by_columns).is_none(),
             "9 rows"
-        );
-        assert!(
-            Product::new((8, 300, 15), at((300, 1)), by_columns).is_none(),
-            "C 15 wide"
         );
         assert!(
             Product::new((8, 300, 32), at((1, 8)), at((32, 1))).is_none(),
