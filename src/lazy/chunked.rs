@@ -9,9 +9,12 @@
 //! repeat too often; programs with them, single ops, and other CPUs run one instruction at a time
 //! over each block (`kernel`).
 
+#[cfg(target_arch = "x86_64")]
 use std::mem::MaybeUninit;
 
-use super::kernel::{Instr, execute, operands};
+use super::kernel::Instr;
+#[cfg(target_arch = "x86_64")]
+use super::kernel::{execute, operands};
 use super::ops::{BinaryOp, UnaryOp};
 
 /// Values per chunk: eight vectors, so each instruction still has independent work to overlap,
@@ -133,6 +136,11 @@ impl<'p> Chunked<'p> {
         // (asserted just above); the rest is the caller's promise.
         unsafe {
             run_avx512(self.program, self.hardware_sqrt, leaves, tile, out, len)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (self.hardware_sqrt, leaves, out, len);
+            unreachable!("`new` makes no chunked program off x86-64")
         }
     }
 }

@@ -11,9 +11,11 @@ use super::aligned::AlignedBlock;
 use super::axes::AxisVec;
 use super::chunked;
 use super::gather::{gather, gather_tiled, tiled_axis};
+#[cfg(target_arch = "x86_64")]
+use super::math;
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
 use super::view::View;
-use super::{alloc, math, parallel};
+use super::{alloc, parallel};
 use crate::shape::runtime::numel;
 use crate::simd::simd_dispatch;
 
@@ -1007,6 +1009,10 @@ mod tests {
             .chain([Instr::Where(1, 0, 1)])
             .collect();
         let value = |v: usize| if v == 0 { &a[..] } else { &b[..] };
+        #[cfg_attr(
+            not(target_arch = "x86_64"),
+            allow(unused_mut, reason = "x86-64 adds versions")
+        )]
         let mut versions = vec!["baseline", "dispatched"];
         #[cfg(target_arch = "x86_64")]
         {

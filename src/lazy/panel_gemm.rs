@@ -171,6 +171,10 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
 }
 
 /// The most columns [`vector_strips`] sums at once: 4 KiB of accumulators, which stay in L1.
+#[cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, reason = "the path is x86-64's")
+)]
 const STRIP: usize = 1024;
 
 /// The whole panels of a single row of A times B read by rows in place; returns the panels left
@@ -231,7 +235,7 @@ unsafe fn vector_strips(
     _: Matrix,
     _: Matrix,
     _: *mut f32,
-    p: Range<usize>,
+    _: Range<usize>,
 ) -> Range<usize> {
     unreachable!("the packed panels run only on x86-64 with AVX-512")
 }

@@ -68,6 +68,10 @@ impl Matrix {
 
 /// The vector instructions a product runs with.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, reason = "detected only on x86-64")
+)]
 enum Isa {
     /// Tiles of 4 rows × 64 columns (16 registers of 16 lanes).
     Avx512,
@@ -517,6 +521,10 @@ pub(super) mod tests {
     /// Every instruction set this CPU can run the path with (AVX2 too where AVX-512 is the
     /// default, so both are tested here).
     fn isas() -> Vec<Isa> {
+        #[cfg_attr(
+            not(target_arch = "x86_64"),
+            allow(unused_mut, reason = "x86-64 adds its sets")
+        )]
         let mut isas = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
