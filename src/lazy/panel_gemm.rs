@@ -419,6 +419,14 @@ mod tests {
         Some(c)
     }
 
+    /// `values` as a row-major matrix `cols` wide.
+    fn row_major(values: &[f32], cols: usize) -> Matrix {
+        Matrix {
+            ptr: values.as_ptr(),
+            strides: (cols as isize, 1),
+        }
+    }
+
     /// Equal bits, or both NaN: where two NaNs meet in one instruction, which one x86 returns
     /// follows the order of its operands, which the compiler picks (sgemm's own edge tiles and
     /// inner tiles differ in it).
@@ -499,14 +507,7 @@ mod tests {
         ] {
             let a: Vec<f32> = (0..k).map(|_| rng.random_range(-2.0f32..2.0)).collect();
             let b: Vec<f32> = (0..k * n).map(|_| rng.random_range(-2.0f32..2.0)).collect();
-            let a = Matrix {
-                ptr: a.as_ptr(),
-                strides: (k as isize, 1),
-            };
-            let b = Matrix {
-                ptr: b.as_ptr(),
-                strides: (n as isize, 1),
-            };
+            let (a, b) = (row_major(&a, k), row_major(&b, n));
             let want = sgemm((1, k, n), a, b);
             for pieces in 1..=3 {
                 let got = panels((1, k, n), a, b, pieces).expect("taken");
@@ -526,15 +527,7 @@ mod tests {
         let (m, k, n) = (2, 300, 40);
         let a: Vec<f32> = (0..m * k).map(|i| if i < k { 1.0 } else { 2.0 }).collect();
         let b: Vec<f32> = (0..k * n).map(|i| (i % n) as f32 / 300.0).collect();
-        let a = Matrix {
-            ptr: a.as_ptr(),
-            strides: (k as isize, 1),
-        };
-        let b = Matrix {
-            ptr: b.as_ptr(),
-            strides: (n as isize, 1),
-        };
-        let got = panels((m, k, n), a, b, 1).expect("taken");
+        let got = panels((m, k, n), row_major(&a, k), row_major(&b, n), 1).expect("taken");
         for j in 0..n {
             // 300 roundings of values below 40 each: within 300 · 2⁻²⁴ · 40 · 2 of the sum.
             let bound = 300.0 * f32::EPSILON * 80.0;
