@@ -358,9 +358,16 @@ unsafe fn tile_by_columns<const R: usize>(
                 false => _mm512_setzero_ps(),
             });
             let rows = transpose_16x16(columns);
-            for q in 0..LANES {
-                for r in 0..R {
-                    acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a_at(r, p + q)), rows[q], acc[r]);
+            // Row by row, from a pointer to the row's 16 values of A: each row's chain of 16
+            // multiply-adds is independent of the other rows'. Value by value across the rows,
+            // 8 rows took 96 µs for `[8, 784] x [784, 512]`, against 86 this way (and 115 with
+            // each value's address computed from the row and column).
+            for r in 0..R {
+                let a_row = a.at(r, p).ptr;
+                for q in 0..LANES {
+                    // SAFETY: row r of A, column p + q < depth.
+                    let x = _mm512_set1_ps(unsafe { *a_row.add(q) });
+                    acc[r] = _mm512_fmadd_ps(x, rows[q], acc[r]);
                 }
             }
             p += LANES;
