@@ -5,7 +5,7 @@
 //!
 //! AVX-512 only, and only for programs of several ops that all have hand-written lanes here, each
 //! a few inlined vector instructions bit-identical to its scalar semantics in `ops`. Ops that run
-//! the compiler's loops (log, sin, cos, pow) pay a setup per call that short chunks
+//! the compiler's loops (sin, cos, pow) pay a setup per call that short chunks
 //! repeat too often; programs with them, single ops, and other CPUs run one instruction at a time
 //! over each block (`kernel`).
 
@@ -33,7 +33,7 @@ pub(crate) fn if_it_pays(program: &[Instr]) -> Option<Chunked<'_>> {
 /// Whether `program` can run chunk by chunk on this CPU.
 fn supports(program: &[Instr]) -> bool {
     let lanes = |instr: &Instr| match *instr {
-        Instr::Unary(op, _) => !matches!(op, UnaryOp::Log | UnaryOp::Sin | UnaryOp::Cos),
+        Instr::Unary(op, _) => !matches!(op, UnaryOp::Sin | UnaryOp::Cos),
         Instr::Binary(op, _, _) => op != BinaryOp::Pow,
         Instr::Where(..) => true,
     };
@@ -69,7 +69,7 @@ fn vector_instructions(instr: &Instr) -> usize {
     match *instr {
         Instr::Unary(UnaryOp::Exp, _) => 15,
         Instr::Unary(UnaryOp::Erf, _) => 40,
-        Instr::Unary(UnaryOp::Tanh, _) => 30,
+        Instr::Unary(UnaryOp::Tanh | UnaryOp::Log, _) => 30,
         Instr::Binary(
             BinaryOp::Max | BinaryOp::Min | BinaryOp::CmpLt | BinaryOp::CmpLe | BinaryOp::CmpEq,
             _,
@@ -240,6 +240,7 @@ unsafe fn execute_chunk(
         Instr::Unary(U::Relu, a) => lanes!(x = a => _mm512_max_ps(zero, x)),
         Instr::Unary(U::Recip, a) => lanes!(x = a => _mm512_div_ps(one, x)),
         Instr::Unary(U::Exp, a) => lanes!(x = a => math::exp_avx512(x)),
+        Instr::Unary(U::Log, a) => lanes!(x = a => math::log_avx512(x)),
         Instr::Unary(U::Sqrt, a) if hardware_sqrt => lanes!(x = a => _mm512_sqrt_ps(x)),
         Instr::Unary(U::Sqrt, a) => lanes!(x = a => math::sqrt_avx512(x)),
         Instr::Unary(U::Sigmoid, a) => lanes!(x = a => math::sigmoid_avx512(x)),
@@ -349,8 +350,8 @@ mod tests {
                 }
             }
         }
-        // Every op but log, sin, cos and pow.
-        assert_eq!(tested, 12 + 10 + 2 - 4);
+        // Every op but sin, cos and pow.
+        assert_eq!(tested, 12 + 10 + 2 - 3);
     }
 
     #[test]

@@ -721,6 +721,7 @@ unsafe fn execute_avx512(instr: &Instr, operands: &Operands, out: &mut [MaybeUni
         // Hand-written lanes where the compiler cannot vectorize the scalar form as well; each
         // is bit-identical to it (see `math`).
         Instr::Unary(op @ UnaryOp::Exp, _) => unary_avx512(op, operands[0], out, |x| math::exp_avx512(x)),
+        Instr::Unary(op @ UnaryOp::Log, _) => unary_avx512(op, operands[0], out, |x| math::log_avx512(x)),
         Instr::Unary(op @ UnaryOp::Sigmoid, _) => {
             unary_avx512(op, operands[0], out, |x| math::sigmoid_avx512(x))
         }
