@@ -50,6 +50,7 @@ mod node;
 pub mod ops;
 mod panel_gemm;
 pub(crate) mod parallel;
+mod pow;
 pub mod reference;
 mod replay;
 mod schedule;

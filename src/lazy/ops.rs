@@ -68,7 +68,7 @@ pub enum BinaryOp {
     Max,
     /// the smaller; NaN if either is NaN
     Min,
-    /// `a^b` (`powf`)
+    /// `a^b` (C99's `powf` special values; within 0.5001 ulp)
     Pow,
     /// `1.0` if `a < b`, else `0.0`
     CmpLt,
@@ -97,6 +97,7 @@ trait Transcendental {
     fn ln_fast(self) -> Self;
     fn tanh_fast(self) -> Self;
     fn erf_fast(self) -> Self;
+    fn pow_fast(self, exponent: Self) -> Self;
 }
 
 impl Transcendental for f32 {
@@ -116,6 +117,10 @@ impl Transcendental for f32 {
     fn erf_fast(self) -> f32 {
         math::erf_f32(self)
     }
+    #[inline(always)]
+    fn pow_fast(self, exponent: f32) -> f32 {
+        super::pow::pow_f32(self, exponent)
+    }
 }
 
 impl Transcendental for f64 {
@@ -134,6 +139,10 @@ impl Transcendental for f64 {
     #[inline(always)]
     fn erf_fast(self) -> f64 {
         math::erf_f64(self)
+    }
+    #[inline(always)]
+    fn pow_fast(self, exponent: f64) -> f64 {
+        self.powf(exponent)
     }
 }
 
@@ -184,7 +193,7 @@ macro_rules! scalar_semantics {
                         b
                     }
                 }
-                BinaryOp::Pow => a.powf(b),
+                BinaryOp::Pow => a.pow_fast(b),
                 BinaryOp::CmpLt => (a < b) as u8 as $float,
                 BinaryOp::CmpLe => (a <= b) as u8 as $float,
                 BinaryOp::CmpEq => (a == b) as u8 as $float,

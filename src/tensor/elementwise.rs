@@ -119,11 +119,12 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 
     /// `x ^ exponent`. As in PyTorch, the exponents 2, 3, -2, 0.5, -0.5 and -1 are computed as
-    /// `x·x`, `x·x·x`, `1/(x·x)`, `√x`, `1/√x` and `1/x`, and 1 and 0 give `x` and ones (fused and
-    /// vectorized, where the general power is a libm call per element), so a squared error costs
-    /// what `square` does, backward too. Their
-    /// results follow those formulas: `(-0)^0.5` is `-0` and `(-∞)^0.5` NaN, as PyTorch gives,
-    /// where libm's `powf` gives `+0` and `+∞`; `x^3` can differ from libm's in the last bit. The
+    /// `x·x`, `x·x·x`, `1/(x·x)`, `√x`, `1/√x` and `1/x`, and 1 and 0 give `x` and ones (a few
+    /// instructions each, where the general power takes about 80), so a squared error costs what
+    /// `square` does, backward too. Their results follow those formulas: `(-0)^0.5` is `-0` and
+    /// `(-∞)^0.5` NaN, as PyTorch gives, where C99's `pow` gives `+0` and `+∞`; `x^3` can differ
+    /// from the correctly rounded power in the last bit. Other exponents take [`Tensor::pow`]'s
+    /// general power. The
     /// gradient is PyTorch's too, `g·(e·x^(e−1))` with the power computed the same way, and 0 for
     /// `e = 0`.
     ///
@@ -257,7 +258,10 @@ broadcast_methods! {
     /// assert_eq!(Tensor::from([1.0, 5.0]).minimum(&Tensor::from(2.0)).to_array(), [1.0, 2.0]);
     /// ```
     minimum / try_minimum => Min;
-    /// `self ^ rhs` elementwise.
+    /// `self ^ rhs` elementwise, within 0.5001 ulp of the exact power (computed in f64 and rounded
+    /// once), with C99's special values (those of libm's `powf`): `x^0 = 1` and `1^y = 1` even for
+    /// NaN, a negative base gives NaN unless the exponent is an integer, whose parity gives the
+    /// sign, and `0^-1 = ∞`.
     ///
     /// ```
     /// # use teenygrad::prelude::*;
