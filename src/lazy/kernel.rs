@@ -719,7 +719,7 @@ pub(crate) fn execute(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit
 unsafe fn execute_avx512(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f32>]) {
     match *instr {
         // Hand-written lanes where the compiler cannot vectorize the scalar form as well; each
-        // is bit-identical to it (see `math`).
+        // is bit-identical to it (see `math` and `pow`).
         Instr::Unary(op @ UnaryOp::Exp, _) => unary_avx512(op, operands[0], out, |x| math::exp_avx512(x)),
         Instr::Unary(op @ UnaryOp::Log, _) => unary_avx512(op, operands[0], out, |x| math::log_avx512(x)),
         Instr::Unary(op @ UnaryOp::Sigmoid, _) => {
