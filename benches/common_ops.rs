@@ -1,8 +1,9 @@
 //! Everyday operations that once took a slow path, each against its limit: a [1024, 1024] matrix
 //! times a vector (and a vector times the matrix) against raw `sgemm` and a hand-written loop;
 //! a column sum of a transposed view against the same sum of a contiguous tensor and a loop; and
-//! `powf(2.0)` against `square` and a loop, and a squared error's forward and backward pass.
-//! Through the Tensor API, built and realized.
+//! `powf(2.0)` against `square` and a loop, and a squared error's forward and backward pass; the
+//! general power (`powf(2.5)`) and `log` against loops calling libm per element. Through the
+//! Tensor API, built and realized.
 
 use std::hint::black_box;
 
@@ -83,6 +84,21 @@ fn common_ops(c: &mut Criterion) {
             (&p - &y).powf(2.0).mean_all().backward();
             p.grad().expect("a gradient").realize()
         })
+    });
+    group.finish();
+
+    // Positive values: a fractional power of a negative base is NaN.
+    let positive = x.abs().realize();
+    let ps = positive.to_vec();
+    let mut group = c.benchmark_group("pow_log_1024");
+    group.throughput(Throughput::Elements((N * N) as u64));
+    group.bench_function("powf_2_5", |b| b.iter(|| black_box(&positive).powf(2.5).realize()));
+    group.bench_function("powf_2_5_libm_loop", |b| {
+        b.iter(|| black_box(&ps).iter().map(|x| x.powf(2.5)).collect::<Vec<f32>>())
+    });
+    group.bench_function("log", |b| b.iter(|| black_box(&positive).log().realize()));
+    group.bench_function("log_libm_loop", |b| {
+        b.iter(|| black_box(&ps).iter().map(|x| x.ln()).collect::<Vec<f32>>())
     });
     group.finish();
 }
