@@ -92,7 +92,9 @@ fn common_ops(c: &mut Criterion) {
     let ps = positive.to_vec();
     let mut group = c.benchmark_group("pow_log_1024");
     group.throughput(Throughput::Elements((N * N) as u64));
-    group.bench_function("powf_2_5", |b| b.iter(|| black_box(&positive).powf(2.5).realize()));
+    group.bench_function("powf_2_5", |b| {
+        b.iter(|| black_box(&positive).powf(2.5).realize())
+    });
     group.bench_function("powf_2_5_libm_loop", |b| {
         b.iter(|| black_box(&ps).iter().map(|x| x.powf(2.5)).collect::<Vec<f32>>())
     });
