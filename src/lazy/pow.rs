@@ -12,7 +12,7 @@
 //! result is finite and nonzero). Rounding that to f32 gives the correctly rounded power unless
 //! the power lies within 3e-6 ulp of a tie, so every result is within 0.5001 ulp (the tests check
 //! both bounds against f64's `powf`). Special values follow C99, as libm's `powf` does (the tests
-//! compare them): `x^±0 = 1` and `1^y = 1` even for NaN, a negative `x` gives NaN unless `y` is an
+//! compare them): `x^±0 = 1` and `1^y = 1` even for a quiet NaN, a negative `x` gives NaN unless `y` is an
 //! integer, whose parity gives the sign, and zeros and infinities meet as C99 lists.
 //!
 //! The scalar form and the AVX-512 lanes (two halves of eight f64 lanes each) run the same
@@ -92,6 +92,9 @@ const EXP2_SERIES: [f64; 13] = [
     1.0,
 ];
 
+/// The quiet bit of an f32 NaN.
+const QUIET: u32 = 0x0040_0000;
+
 /// 1.5 · 2^52: adding and subtracting it rounds an f64 below 2^51 to an integer (ties to even).
 const ROUND: f64 = 6_755_399_441_055_744.0;
 
@@ -124,7 +127,9 @@ fn magnitude(x: f32, y: f32) -> f64 {
 /// `x^y`, as the module describes.
 pub(crate) fn pow_f32(x: f32, y: f32) -> f32 {
     let odd = y.trunc() == y && y.abs() < 16_777_216.0 && (y as i32) & 1 != 0;
-    if y == 0.0 || x == 1.0 {
+    // A signalling NaN (its quiet bit clear) gives NaN even there, as glibc's `powf` does.
+    let signalling = |v: f32| v.is_nan() && v.to_bits() & QUIET == 0;
+    if (y == 0.0 && !signalling(x)) || (x == 1.0 && !signalling(y)) {
         1.0
     } else if x.is_nan() || y.is_nan() {
         f32::NAN
@@ -209,9 +214,13 @@ pub(crate) fn pow_avx512(
     let limit = _mm512_mask_mov_ps(c(0.0), toward_infinity, c(f32::INFINITY));
     let limit = _mm512_mask_mov_ps(limit, eq(ax, c(1.0)), c(1.0));
     result = _mm512_mask_mov_ps(result, eq(ay, c(f32::INFINITY)), limit);
-    // NaN, then the two cases that give 1 even for NaN.
+    // NaN, then the two cases that give 1 even for a quiet NaN.
+    let signalling = |v: __m512| {
+        _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v)
+            & _mm512_testn_epi32_mask(bits(v), _mm512_set1_epi32(QUIET as i32))
+    };
     result = _mm512_mask_mov_ps(result, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, y), c(f32::NAN));
-    let one = eq(y, c(0.0)) | eq(x, c(1.0));
+    let one = (eq(y, c(0.0)) & !signalling(x)) | (eq(x, c(1.0)) & !signalling(y));
     _mm512_mask_mov_ps(result, one, c(1.0))
 }
 
@@ -253,10 +262,11 @@ fn magnitude_avx512(
 mod tests {
     use super::*;
 
-    /// Values whose powers meet every C99 case: signed zeros and infinities, NaN, ±1, bases
+    /// Values whose powers meet every C99 case: signed zeros and infinities, NaNs, ±1, bases
     /// below and above 1 in magnitude, subnormal and extreme bases, odd and even integers
     /// (including the largest odd f32 and the first integers past it), and fractions.
-    const SPECIALS: [f32; 30] = [
+    const SPECIALS: [f32; 31] = [
+        f32::from_bits(0x7FA0_0000), // a signalling NaN
         0.0,
         -0.0,
         1.0,
@@ -342,6 +352,8 @@ mod tests {
         assert_eq!(pow_f32(-0.0, -3.0), f32::NEG_INFINITY);
         assert_eq!(pow_f32(f32::NAN, 0.0), 1.0);
         assert_eq!(pow_f32(1.0, f32::NAN), 1.0);
+        let signalling = f32::from_bits(0x7F80_0001);
+        assert!(pow_f32(signalling, 0.0).is_nan() && pow_f32(1.0, signalling).is_nan());
         assert!(pow_f32(-2.0, 0.5).is_nan());
         assert_eq!(pow_f32(-2.0, 3.0), -8.0);
     }
