@@ -991,6 +991,7 @@ fn sum_lanes(values: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lazy::xorshift;
 
     #[test]
     fn every_execute_version_matches_the_scalar_semantics_bit_for_bit() {
@@ -1102,16 +1103,6 @@ mod tests {
                 }
                 assert_eq!(next, len, "the blocks cover the part");
             }
-        }
-    }
-
-    /// A seeded stream of pseudo-random bits (xorshift32).
-    fn xorshift(mut state: u32) -> impl FnMut() -> u32 {
-        move || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state
         }
     }
 

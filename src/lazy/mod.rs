@@ -405,3 +405,14 @@ impl LazyBuffer {
         self.binary(BinaryOp::Div, other)
     }
 }
+
+/// A seeded stream of pseudo-random bits (xorshift32), for tests that need many cheap values.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u32) -> impl FnMut() -> u32 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state
+    }
+}

@@ -261,6 +261,7 @@ fn magnitude_avx512(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lazy::xorshift;
 
     /// Values whose powers meet every C99 case: signed zeros and infinities, NaNs, ±1, bases
     /// below and above 1 in magnitude, subnormal and extreme bases, odd and even integers
@@ -298,16 +299,6 @@ mod tests {
         -7.5,
         1.000_000_1,
     ];
-
-    /// A reproducible stream of 32-bit values (xorshift).
-    fn xorshift(mut state: u32) -> impl FnMut() -> u32 {
-        move || {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state
-        }
-    }
 
     /// `(x, y)` pairs: every pair of specials, then bases of every binade and sign with exponents
     /// in ±40, near-1 bases with large exponents, and negative bases with integer exponents.
