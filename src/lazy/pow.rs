@@ -8,7 +8,7 @@
 //! adds `log2(1 + r)` for `r = z/c - 1` (`|r| < 0.031`) by its Taylor series to `r^9`. `2^t` splits
 //! `t = n + r` (`|r| <= 1/2`) and sums `2^r`'s series to `r^12`. Both series are truncated below
 //! 2e-16 relative; with f64's roundings, whose error in `log2` the product `t = y · log2|x|` scales
-//! by `|t|`, the f64 result is within 3e-16 · (|t| + 20) of `x^y` relative (at most 5e-14 where
+//! by `|t|`, the f64 result is within 3e-16 · (|t| + 20) of `x^y` relative (at most 5.1e-14 where
 //! the f32 result is finite and nonzero, `|t| <= 150`). That is under 1e-6 of an f32 ulp, so
 //! rounding it to f32 gives the correctly rounded power unless the power lies that close to a
 //! tie, and every result is within 0.5001 ulp (the tests check both bounds against f64's `powf`).
