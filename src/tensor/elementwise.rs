@@ -120,13 +120,12 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 
     /// `x ^ exponent`. As in PyTorch, the exponents 2, 3, -2, 0.5, -0.5 and -1 are computed as
     /// `x·x`, `x·x·x`, `1/(x·x)`, `√x`, `1/√x` and `1/x`, and 1 and 0 give `x` and ones (a few
-    /// instructions each, where the general power takes about 80), so a squared error costs what
-    /// `square` does, backward too. Their results follow those formulas: `(-0)^0.5` is `-0` and
-    /// `(-∞)^0.5` NaN, as PyTorch gives, where C99's `pow` gives `+0` and `+∞`; `x^3` can differ
-    /// from the correctly rounded power in the last bit. Other exponents take [`Tensor::pow`]'s
-    /// general power. The
-    /// gradient is PyTorch's too, `g·(e·x^(e−1))` with the power computed the same way, and 0 for
-    /// `e = 0`.
+    /// instructions each, where the general power takes about 190 per 16 values), so a squared
+    /// error costs what `square` does, backward too. Their results follow those formulas:
+    /// `(-0)^0.5` is `-0` and `(-∞)^0.5` NaN, as PyTorch gives, where C99's `pow` gives `+0` and
+    /// `+∞`; `x^3` can differ from the correctly rounded power in the last bit. Other exponents
+    /// take [`Tensor::pow`]'s general power. The gradient is PyTorch's too, `g·(e·x^(e−1))` with
+    /// the power computed the same way, and 0 for `e = 0`.
     ///
     /// ```
     /// # use teenygrad::prelude::*;
@@ -259,9 +258,9 @@ broadcast_methods! {
     /// ```
     minimum / try_minimum => Min;
     /// `self ^ rhs` elementwise, within 0.5001 ulp of the exact power (computed in f64 and rounded
-    /// once), with C99's special values (those of libm's `powf`): `x^0 = 1` and `1^y = 1` even for
-    /// NaN, a negative base gives NaN unless the exponent is an integer, whose parity gives the
-    /// sign, and `0^-1 = ∞`.
+    /// once), with C99's special values (those of libm's `powf`): `x^0 = 1` and `1^y = 1` even
+    /// for a quiet NaN, a negative base gives NaN unless the exponent is an integer, whose parity
+    /// gives the sign, and `0^-1 = ∞`.
     ///
     /// ```
     /// # use teenygrad::prelude::*;
