@@ -555,24 +555,16 @@ mod tests {
         assert!(worst.0 <= 3e-16, "{:e} at |{:e}|^{:e}", worst.0, worst.1, worst.2);
     }
 
+    /// `lanes` (`N` at a time) against `pow_f32` bit for bit over the tests' pairs.
     #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn pow_avx2_matches_pow_f32_bit_for_bit() {
-        use std::arch::x86_64::*;
-        if !(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")) {
-            return;
-        }
-        for chunk in pairs().chunks(8) {
-            let (mut xs, mut ys) = ([1.0f32; 8], [1.0f32; 8]);
+    fn lanes_match<const N: usize>(lanes: unsafe fn(&[f32; N], &[f32; N]) -> [f32; N]) {
+        for chunk in pairs().chunks(N) {
+            let (mut xs, mut ys) = ([1.0f32; N], [1.0f32; N]);
             for (lane, &(x, y)) in chunk.iter().enumerate() {
                 (xs[lane], ys[lane]) = (x, y);
             }
-            let mut got = [0f32; 8];
-            // SAFETY: AVX2 and FMA are available (checked above); the arrays hold 8 values.
-            unsafe {
-                let (x, y) = (_mm256_loadu_ps(xs.as_ptr()), _mm256_loadu_ps(ys.as_ptr()));
-                _mm256_storeu_ps(got.as_mut_ptr(), pow_avx2(x, y));
-            }
+            // SAFETY: the callers check that the CPU has the lanes' features.
+            let got = unsafe { lanes(&xs, &ys) };
             for ((&x, &y), g) in xs.iter().zip(&ys).zip(got) {
                 let want = pow_f32(x, y);
                 assert_eq!(
@@ -586,30 +578,39 @@ mod tests {
 
     #[cfg(target_arch = "x86_64")]
     #[test]
+    fn pow_avx2_matches_pow_f32_bit_for_bit() {
+        use std::arch::x86_64::*;
+        #[target_feature(enable = "avx2,fma")]
+        fn eight(xs: &[f32; 8], ys: &[f32; 8]) -> [f32; 8] {
+            let mut out = [0f32; 8];
+            // SAFETY: the arrays hold 8 values.
+            unsafe {
+                let (x, y) = (_mm256_loadu_ps(xs.as_ptr()), _mm256_loadu_ps(ys.as_ptr()));
+                _mm256_storeu_ps(out.as_mut_ptr(), pow_avx2(x, y));
+            }
+            out
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            lanes_match::<8>(eight);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
     fn pow_avx512_matches_pow_f32_bit_for_bit() {
         use std::arch::x86_64::*;
-        if !std::arch::is_x86_feature_detected!("avx512f") {
-            return;
-        }
-        for chunk in pairs().chunks(16) {
-            let (mut xs, mut ys) = ([1.0f32; 16], [1.0f32; 16]);
-            for (lane, &(x, y)) in chunk.iter().enumerate() {
-                (xs[lane], ys[lane]) = (x, y);
-            }
-            let mut got = [0f32; 16];
-            // SAFETY: AVX-512F is available (checked above); the arrays hold 16 values.
+        #[target_feature(enable = "avx512f")]
+        fn sixteen(xs: &[f32; 16], ys: &[f32; 16]) -> [f32; 16] {
+            let mut out = [0f32; 16];
+            // SAFETY: the arrays hold 16 values.
             unsafe {
                 let (x, y) = (_mm512_loadu_ps(xs.as_ptr()), _mm512_loadu_ps(ys.as_ptr()));
-                _mm512_storeu_ps(got.as_mut_ptr(), pow_avx512(x, y));
+                _mm512_storeu_ps(out.as_mut_ptr(), pow_avx512(x, y));
             }
-            for ((&x, &y), g) in xs.iter().zip(&ys).zip(got) {
-                let want = pow_f32(x, y);
-                assert_eq!(
-                    g.to_bits(),
-                    want.to_bits(),
-                    "pow({x:e}, {y:e}) = {g:e}, scalar {want:e}"
-                );
-            }
+            out
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            lanes_match::<16>(sixteen);
         }
     }
 }
