@@ -138,7 +138,8 @@ fn magnitude(x: f32, y: f32) -> f64 {
 /// `x^y`, as the module describes.
 #[inline(always)]
 pub(crate) fn pow_f32(x: f32, y: f32) -> f32 {
-    let odd = y.trunc() == y && y.abs() < 16_777_216.0 && (y as i32) & 1 != 0;
+    let integer = y.trunc() == y;
+    let odd = integer && y.abs() < 16_777_216.0 && (y as i32) & 1 != 0;
     // A signalling NaN (its quiet bit clear) gives NaN even there, as glibc's `powf` does.
     let signalling = |v: f32| v.is_nan() && v.to_bits() & QUIET == 0;
     if (y == 0.0 && !signalling(x)) || (x == 1.0 && !signalling(y)) {
@@ -159,7 +160,7 @@ pub(crate) fn pow_f32(x: f32, y: f32) -> f32 {
         let big = (x == 0.0) != (y > 0.0);
         let value = if big { f32::INFINITY } else { 0.0 };
         if odd { value.copysign(x) } else { value }
-    } else if x < 0.0 && y.trunc() != y {
+    } else if x < 0.0 && !integer {
         f32::NAN
     } else {
         let value = magnitude(x, y) as f32;
