@@ -254,8 +254,8 @@ fn binary_ops_through_every_view_pairing() {
 #[test]
 fn elementwise_ops_large_enough_to_split_across_threads() {
     // Over 2 · 2^14 elements, so with several threads both the one-op path over plain buffers and
-    // the fused kernels split their output into parts; 7 · 4_999 is no multiple of the 512-element
-    // block, so the last block of the last part is short.
+    // the fused kernels split their output into parts; 7 · 4_999 is no multiple of the
+    // 1024-element block, so the last block of the last part is short.
     let mut rng = rng(14);
     let shape = [7, 4_999];
     for (name, x) in views(&mut rng, &shape, Values::Uniform(-3.0, 3.0)) {
@@ -275,10 +275,10 @@ fn elementwise_ops_large_enough_to_split_across_threads() {
 #[test]
 fn rows_repeated_over_many_blocks() {
     // A bias-like row broadcast over a batch, over several kernel blocks: periods that divide the
-    // 512-element block, that do not, and that equal it; the output's first block may be cut
+    // 1024-element block, that do not, and that equal it; the output's first block may be cut
     // short to reach a cache line, so blocks start anywhere within a period.
     let mut rng = rng(15);
-    for shape in [[37, 100], [9, 512], [40, 64], [3, 7]] {
+    for shape in [[37, 100], [9, 512], [5, 1024], [40, 64], [3, 7]] {
         let x = leaf(&mut rng, &shape, Values::Uniform(-3.0, 3.0));
         let row = leaf(&mut rng, &shape[1..], Values::Uniform(-3.0, 3.0)).expand(&shape);
         check_exact(&format!("x + row {shape:?}"), &x.add(&row));

@@ -18,7 +18,7 @@ use super::ops::{BinaryOp, UnaryOp};
 
 /// Values per chunk: eight vectors, so each instruction still has independent work to overlap,
 /// and its dispatch is paid once per eight. The 8-op chain took 0.67 ms per 1M at 128, 0.69 at
-/// 256 and 0.72 at 512 (one chunk per block); rerun with `vsqrtps` in it (mean of 2,500 passes,
+/// 256 and 0.72 at 512 (then one chunk per block); rerun with `vsqrtps` in it (mean of 2,500 passes,
 /// three runs each), 0.63–0.64 ms at 128, 0.64–0.67 at 256 and 0.69–0.74 at 64.
 const CHUNK: usize = 128;
 

@@ -19,8 +19,14 @@ use super::{alloc, parallel};
 use crate::shape::runtime::numel;
 use crate::simd::simd_dispatch;
 
-/// Elements per block: a few blocks of every live value fit in L1/L2 together.
-pub(crate) const BLOCK: usize = 512;
+/// Elements per block: a few blocks of every live value fit in L1/L2 together. Each block pays a
+/// fixed setup (its leaves' pointers and gathers, the program's dispatch), which 512 values did
+/// not amortize well. Against 512, over the 80 cases of a sweep of common ops (one thread, best of
+/// 20 to 100 runs, two builds run alternately), 1024 took 4 % less time in geometric mean: the
+/// 8-op chain 0.64 → 0.60 ms, softmax over rows of [1024, 1024] 1.05 → 0.93, cross entropy over
+/// [1024, 100] 143 → 128 µs; the worst was a sum over the middle axis of [64, 128, 128],
+/// 168 → 188 µs. 2048 took 1 % more than 1024.
+pub(crate) const BLOCK: usize = 1024;
 
 /// An input of a kernel: a realized buffer read through a view of the kernel's shape.
 #[derive(Clone, Debug)]
