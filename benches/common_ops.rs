@@ -2,8 +2,8 @@
 //! times a vector (and a vector times the matrix) against raw `sgemm` and a hand-written loop;
 //! a column sum of a transposed view against the same sum of a contiguous tensor and a loop; and
 //! `powf(2.0)` against `square` and a loop, and a squared error's forward and backward pass; the
-//! general power (`powf(2.5)`) and `log` against loops calling libm per element. Through the
-//! Tensor API, built and realized.
+//! general power (`powf(2.5)`), `log`, `sin` and `cos` against loops calling libm per element.
+//! Through the Tensor API, built and realized.
 
 use std::hint::black_box;
 
@@ -101,6 +101,15 @@ fn common_ops(c: &mut Criterion) {
     group.bench_function("log", |b| b.iter(|| black_box(&positive).log().realize()));
     group.bench_function("log_libm_loop", |b| {
         b.iter(|| black_box(&ps).iter().map(|x| x.ln()).collect::<Vec<f32>>())
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("sin_cos_1024");
+    group.throughput(Throughput::Elements((N * N) as u64));
+    group.bench_function("sin", |b| b.iter(|| black_box(&x).sin().realize()));
+    group.bench_function("cos", |b| b.iter(|| black_box(&x).cos().realize()));
+    group.bench_function("sin_libm_loop", |b| {
+        b.iter(|| black_box(&xs).iter().map(|x| x.sin()).collect::<Vec<f32>>())
     });
     group.finish();
 }

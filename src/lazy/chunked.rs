@@ -3,10 +3,10 @@
 //! (each bound by its stores) and its transcendental ones (bound by arithmetic) take turns; chunk
 //! by chunk, the CPU overlaps them, and the chunk's values stay in L1.
 //!
-//! AVX-512 only, and only for programs of several ops that all have hand-written lanes here, each
-//! bit-identical to its scalar semantics in `ops` (most a few inlined vector instructions; pow
-//! about 190, out of line). Programs with an op that has none (sin, cos: libm calls per value),
-//! single ops, and other CPUs run one instruction at a time over each block (`kernel`).
+//! AVX-512 only, and only for programs of several ops. Every op has hand-written lanes here, each
+//! bit-identical to its scalar semantics in `ops` (most a few inlined vector instructions; sine
+//! and cosine about 60, and pow about 190, out of line). Single ops and other CPUs run one
+//! instruction at a time over each block (`kernel`).
 
 #[cfg(target_arch = "x86_64")]
 use std::mem::MaybeUninit;
@@ -27,12 +27,6 @@ const CHUNK: usize = 128;
 /// rows took 0.25 ms chunk by chunk and 0.21 ms one block at a time.
 pub(crate) fn if_it_pays(program: &[Instr]) -> Option<Chunked<'_>> {
     (program.len() > 1).then(|| Chunked::new(program)).flatten()
-}
-
-/// Whether `program` can run chunk by chunk on this CPU.
-fn supports(program: &[Instr]) -> bool {
-    let lanes = |instr: &Instr| !matches!(instr, Instr::Unary(UnaryOp::Sin | UnaryOp::Cos, _));
-    avx512() && program.iter().all(lanes)
 }
 
 /// Whether `program`'s square roots should use `vsqrtps` rather than the estimate refined in
@@ -65,6 +59,7 @@ fn vector_instructions(instr: &Instr) -> usize {
         Instr::Unary(UnaryOp::Exp, _) => 15,
         Instr::Unary(UnaryOp::Erf, _) => 40,
         Instr::Unary(UnaryOp::Tanh | UnaryOp::Log, _) => 30,
+        Instr::Unary(UnaryOp::Sin | UnaryOp::Cos, _) => 60,
         Instr::Binary(BinaryOp::Pow, _, _) => 190,
         Instr::Binary(
             BinaryOp::Max | BinaryOp::Min | BinaryOp::CmpLt | BinaryOp::CmpLe | BinaryOp::CmpEq,
@@ -96,9 +91,9 @@ pub(crate) struct Chunked<'p> {
 }
 
 impl<'p> Chunked<'p> {
-    /// `program`, if it can run chunk by chunk here (see [`supports`]).
+    /// `program`, if it can run chunk by chunk here: every op has lanes, for AVX-512.
     pub(crate) fn new(program: &'p [Instr]) -> Option<Self> {
-        supports(program).then(|| Chunked {
+        avx512().then(|| Chunked {
             program,
             hardware_sqrt: sqrt_by_hardware(program),
         })
@@ -242,6 +237,8 @@ unsafe fn execute_chunk(
         Instr::Unary(U::Sigmoid, a) => lanes!(x = a => math::sigmoid_avx512(x)),
         Instr::Unary(U::Erf, a) => lanes!(x = a => math::erf_avx512(x)),
         Instr::Unary(U::Tanh, a) => lanes!(x = a => math::tanh_avx512(x)),
+        Instr::Unary(U::Sin, a) => lanes!(x = a => super::trig::sin_cos_avx512(x, false)),
+        Instr::Unary(U::Cos, a) => lanes!(x = a => super::trig::sin_cos_avx512(x, true)),
         Instr::Binary(B::Add, a, b) => lanes!(x = a, y = b => _mm512_add_ps(x, y)),
         Instr::Binary(B::Sub, a, b) => lanes!(x = a, y = b => _mm512_sub_ps(x, y)),
         Instr::Binary(B::Mul, a, b) => lanes!(x = a, y = b => _mm512_mul_ps(x, y)),
@@ -264,7 +261,6 @@ unsafe fn execute_chunk(
         Instr::Where(c, a, b) => lanes!(c = c, x = a, y = b => {
             _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_NEQ_UQ>(c, zero), y, x)
         }),
-        Instr::Unary(..) => unreachable!("{instr:?} has no lanes (see `supports`)"),
     }
 }
 
@@ -347,8 +343,8 @@ mod tests {
                 }
             }
         }
-        // Every op but sin and cos.
-        assert_eq!(tested, 12 + 10 + 2 - 2);
+        // Every op.
+        assert_eq!(tested, UnaryOp::ALL.len() + BinaryOp::ALL.len() + 2);
     }
 
     #[test]

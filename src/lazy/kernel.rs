@@ -735,6 +735,12 @@ unsafe fn execute_avx512(instr: &Instr, operands: &Operands, out: &mut [MaybeUni
         Instr::Unary(op @ UnaryOp::Sqrt, _) => unary_avx512(op, operands[0], out, |x| math::sqrt_avx512(x)),
         Instr::Unary(op @ UnaryOp::Erf, _) => unary_avx512(op, operands[0], out, |x| math::erf_avx512(x)),
         Instr::Unary(op @ UnaryOp::Tanh, _) => unary_avx512(op, operands[0], out, |x| math::tanh_avx512(x)),
+        Instr::Unary(op @ UnaryOp::Sin, _) => {
+            unary_avx512(op, operands[0], out, |x| super::trig::sin_cos_avx512(x, false))
+        }
+        Instr::Unary(op @ UnaryOp::Cos, _) => {
+            unary_avx512(op, operands[0], out, |x| super::trig::sin_cos_avx512(x, true))
+        }
         // SAFETY (the closure): each chunk holds 16 values, and so does the output at `o`.
         Instr::Binary(BinaryOp::Pow, _, _) => {
             pow_in_chunks::<16>(operands[0], operands[1], out, |x, y, o| unsafe {
@@ -830,9 +836,18 @@ fn execute_portable(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f
         };
     }
     match *instr {
-        Instr::Unary(..) => unary!(
-            a, Neg, Exp, Log, Sqrt, Recip, Sin, Cos, Abs, Tanh, Sigmoid, Relu, Erf
-        ),
+        // Sine and cosine in loops of their own, for the reason the power has one (below).
+        Instr::Unary(UnaryOp::Sin, _) => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                o.write(super::trig::sin_f32(x));
+            }
+        }
+        Instr::Unary(UnaryOp::Cos, _) => {
+            for (o, &x) in out.iter_mut().zip(a) {
+                o.write(super::trig::cos_f32(x));
+            }
+        }
+        Instr::Unary(..) => unary!(a, Neg, Exp, Log, Sqrt, Recip, Abs, Tanh, Sigmoid, Relu, Erf),
         // The power in a loop of its own: through `map2`'s closure the compiler kept it out of
         // line, built without FMA even in the AVX2 + FMA version (each `mul_add` a libm call,
         // 73 ms per 1M values).
@@ -1082,6 +1097,8 @@ mod tests {
             UnaryOp::Sqrt,
             UnaryOp::Tanh,
             UnaryOp::Sigmoid,
+            UnaryOp::Sin,
+            UnaryOp::Cos,
         ];
         let binary = [
             BinaryOp::Add,

@@ -352,7 +352,7 @@ pub(crate) fn erf_f64(x: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// `got`'s distance from `exact` in ulps of the f32 nearest `exact`.
@@ -414,7 +414,7 @@ mod tests {
     /// subnormal, the function's own `specials`, and every 997th bit pattern (4.3 million values,
     /// both signs, every binade).
     #[cfg(target_arch = "x86_64")]
-    fn lanes_match(
+    pub(crate) fn lanes_match(
         name: &str,
         lanes: unsafe fn(std::arch::x86_64::__m512) -> std::arch::x86_64::__m512,
         scalar: fn(f32) -> f32,

@@ -56,6 +56,7 @@ mod replay;
 mod schedule;
 mod small_gemm;
 pub mod stats;
+mod trig;
 mod view;
 
 use std::sync::Arc;

@@ -98,6 +98,8 @@ trait Transcendental {
     fn tanh_fast(self) -> Self;
     fn erf_fast(self) -> Self;
     fn pow_fast(self, exponent: Self) -> Self;
+    fn sin_fast(self) -> Self;
+    fn cos_fast(self) -> Self;
 }
 
 impl Transcendental for f32 {
@@ -120,6 +122,14 @@ impl Transcendental for f32 {
     #[inline(always)]
     fn pow_fast(self, exponent: f32) -> f32 {
         super::pow::pow_f32(self, exponent)
+    }
+    #[inline(always)]
+    fn sin_fast(self) -> f32 {
+        super::trig::sin_f32(self)
+    }
+    #[inline(always)]
+    fn cos_fast(self) -> f32 {
+        super::trig::cos_f32(self)
     }
 }
 
@@ -144,6 +154,14 @@ impl Transcendental for f64 {
     fn pow_fast(self, exponent: f64) -> f64 {
         self.powf(exponent)
     }
+    #[inline(always)]
+    fn sin_fast(self) -> f64 {
+        self.sin()
+    }
+    #[inline(always)]
+    fn cos_fast(self) -> f64 {
+        self.cos()
+    }
 }
 
 macro_rules! scalar_semantics {
@@ -156,8 +174,8 @@ macro_rules! scalar_semantics {
                 UnaryOp::Log => x.ln_fast(),
                 UnaryOp::Sqrt => x.sqrt(),
                 UnaryOp::Recip => 1.0 / x,
-                UnaryOp::Sin => x.sin(),
-                UnaryOp::Cos => x.cos(),
+                UnaryOp::Sin => x.sin_fast(),
+                UnaryOp::Cos => x.cos_fast(),
                 UnaryOp::Abs => x.abs(),
                 UnaryOp::Tanh => x.tanh_fast(),
                 UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp_fast()),
