@@ -799,11 +799,37 @@ fn pow_in_chunks<const N: usize>(
     }
 }
 
+/// Sine or cosine over AVX2 + FMA lanes, eight values at a time, the scalar form on the tail
+/// (compiled here, so its fused multiply-adds are instructions).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn sin_cos_avx2_over(a: &[f32], out: &mut [MaybeUninit<f32>], cosine: bool) {
+    use std::arch::x86_64::*;
+    let mut outs = out.chunks_exact_mut(8);
+    let mut xs = a.chunks_exact(8);
+    for (o, x) in (&mut outs).zip(&mut xs) {
+        // SAFETY: both chunks hold 8 values, and `MaybeUninit<f32>` has `f32`'s layout.
+        unsafe {
+            let y = super::trig::sin_cos_avx2(_mm256_loadu_ps(x.as_ptr()), cosine);
+            _mm256_storeu_ps(o.as_mut_ptr().cast(), y);
+        }
+    }
+    for (o, &x) in outs.into_remainder().iter_mut().zip(xs.remainder()) {
+        o.write(if cosine {
+            super::trig::cos_f32(x)
+        } else {
+            super::trig::sin_f32(x)
+        });
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn execute_avx2(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f32>]) {
     use std::arch::x86_64::*;
     match *instr {
+        Instr::Unary(UnaryOp::Sin, _) => sin_cos_avx2_over(operands[0], out, false),
+        Instr::Unary(UnaryOp::Cos, _) => sin_cos_avx2_over(operands[0], out, true),
         // SAFETY (the closure): each chunk holds 8 values, and so does the output at `o`.
         Instr::Binary(BinaryOp::Pow, _, _) => {
             pow_in_chunks::<8>(operands[0], operands[1], out, |x, y, o| unsafe {
@@ -1069,10 +1095,10 @@ mod tests {
     #[test]
     fn every_execute_version_matches_the_scalar_semantics_bit_for_bit() {
         // Each instruction-set version this CPU can run (the AVX-512 build with its hand-written
-        // lanes, the AVX2 + FMA build with pow's, the baseline build) must give the scalar
-        // function's bits, which the test computes in a baseline build (libm's fmaf for the fused
-        // multiply-adds). Inputs: IEEE specials, every binade of both signs, and a ramp; the
-        // length leaves a tail after whole 16-lane chunks.
+        // lanes, the AVX2 + FMA build with those of pow, sin and cos, the baseline build) must
+        // give the scalar function's bits, which the test computes in a baseline build (libm's
+        // fmaf for the fused multiply-adds). Inputs: IEEE specials, every binade of both signs,
+        // and a ramp; the length leaves a tail after whole 16-lane chunks.
         let specials = [
             0.0,
             -0.0,
