@@ -17,7 +17,7 @@ pub(crate) struct AlignedBlock {
 impl AlignedBlock {
     /// Makes this `len` values long for a writer that sets all of them: the values it keeps are
     /// whatever an earlier user left (initialized, but meaningless), and only new lines are
-    /// zeroed. A kernel takes a few block buffers per run, and zeroing 2 KiB each was measurable
+    /// zeroed. A kernel takes a few block buffers per run, and zeroing a block's 4 KiB each was measurable
     /// on small kernels.
     pub(crate) fn set_len_for_writing(&mut self, len: usize) {
         self.lines.resize(len.div_ceil(16), Line::default());

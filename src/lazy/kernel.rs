@@ -1233,7 +1233,7 @@ mod tests {
                 let mut sums = vec![0.0f64; outputs];
                 // Blocks of uneven lengths, so runs start and end inside them.
                 let mut start = 0;
-                for len in [1, 200, 511, 512, 700].into_iter().cycle() {
+                for len in [1, 200, 511, 512, 700, 1023, 1024].into_iter().cycle() {
                     let end = (start + len).min(values.len());
                     accumulate_columns(op, &values[start..end], start, 1, span, &mut out, &mut sums);
                     if end == values.len() {
@@ -1265,7 +1265,7 @@ mod tests {
         // itself at most Σ|x|. Small integers sum exactly in any order.
         let mut bits = xorshift(0x2545_F491);
         let mut next = || bits() as f32 / u32::MAX as f32 * 2.0 - 1.0;
-        for len in (0..300).chain([511, 512]) {
+        for len in (0..300).chain([511, 512, 1023, 1024]) {
             let values: Vec<f32> = (0..len).map(|_| next()).collect();
             let exact: f64 = values.iter().map(|&x| x as f64).sum();
             let magnitude: f64 = values.iter().map(|&x| x.abs() as f64).sum();
@@ -1301,7 +1301,7 @@ mod tests {
             f32::NEG_INFINITY,
             f32::NAN,
         ];
-        for len in (0..200).chain([511, 512]) {
+        for len in (0..200).chain([511, 512, 1023, 1024]) {
             for trial in 0..20 {
                 // Some trials leave out the NaNs, some the zeros, and some make a zero the max or
                 // the min, so every path is taken.

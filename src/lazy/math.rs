@@ -355,11 +355,13 @@ pub(crate) fn erf_f64(x: f64) -> f64 {
 pub(crate) mod tests {
     use super::*;
 
-    /// `got`'s distance from `exact` in ulps of the f32 nearest `exact`.
+    /// `got`'s distance from `exact` in units of the f32 spacing where `exact` lies: `2^(e - 23)`
+    /// for `2^e <= |exact| < 2^(e + 1)`, the subnormal spacing below. (The gap above `exact as
+    /// f32` is twice that where `exact` lies just below a power of two and rounds up to it, and
+    /// would let errors up to a whole ulp pass a half-ulp bound there.)
     fn ulps(got: f32, exact: f64) -> f64 {
-        let rounded = (exact as f32).abs();
-        let ulp = (f32::from_bits(rounded.to_bits() + 1) - rounded) as f64;
-        (got as f64 - exact).abs() / ulp
+        let exponent = ((exact.abs().to_bits() >> 52) as i32 - 1023).max(-126);
+        (got as f64 - exact).abs() / 2f64.powi(exponent - 23)
     }
 
     /// Every 97th f32 bit pattern of one sign (about 21 million inputs, every binade, subnormals
