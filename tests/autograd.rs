@@ -199,6 +199,7 @@ fn unary_gradients() {
         ("tanh", |x| x.tanh(), any()),
         ("sigmoid", |x| x.sigmoid(), uniform(6, 6, -4.0, 4.0)),
         ("relu", |x| x.relu(), spaced(7, 6)),
+        ("gelu", |x| x.gelu(), uniform(8, 6, -4.0, 4.0)),
         ("square", |x| x.square(), any()),
         ("powf 2.5", |x| x.powf(2.5), positive()),
         ("powf 3 of any sign", |x| x.powf(3.0), any()),

@@ -113,6 +113,11 @@ impl Tracked {
             UnaryOp::Sigmoid => (e.clone(), 3.0),
             // |erf'| <= 2/√π < 2; its own error as in lazy_ops.
             UnaryOp::Erf => (e.mul(&two), 10.0),
+            // |GELU'| = |Φ(x) + x·φ(x)| <= 1.13; its own error |x|·3e-7 + EPS·|y|, as in lazy_ops.
+            UnaryOp::Gelu => {
+                let own = abs(x).mul(&full(x.shape(), 3e-7));
+                (e.mul(&full(x.shape(), 1.13)).add(&own), 1.0)
+            }
             UnaryOp::Exp => (y.mul(e).mul(&two), 2.0),
             UnaryOp::Log => (e.div(&abs(x)).mul(&two), 2.0),
             UnaryOp::Sqrt => (e.div(&y), 1.0),
@@ -411,7 +416,8 @@ impl Builder {
                     UnaryOp::Tanh,
                     UnaryOp::Sigmoid,
                     UnaryOp::Erf,
-                ][self.rng.random_range(0..8)];
+                    UnaryOp::Gelu,
+                ][self.rng.random_range(0..9)];
                 self.log.push(format!("{op:?}"));
                 x.unary(op)
             }

@@ -12,6 +12,9 @@ use super::{BackwardFn, Grads, Var};
 use crate::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp};
 use crate::shape::runtime::argsort;
 
+/// `1/√(2π)`, the standard normal density at 0.
+const FRAC_1_SQRT_2PI: f32 = 0.398_942_3;
+
 fn full_like(x: &LazyBuffer, value: f32) -> LazyBuffer {
     LazyBuffer::full(x.shape(), value)
 }
@@ -66,6 +69,15 @@ impl Var {
                     // From the output (y > 0 exactly where x > 0), so the pre-activation is read
                     // only by the forward relu and can fuse into it.
                     UnaryOp::Relu => g.mul(&cmp(BinaryOp::CmpLt, &zero(), &y)),
+                    // Φ(x) + x·φ(x), with the density φ(x) = e^(-x²/2)/√(2π).
+                    UnaryOp::Gelu => {
+                        let c = |v: f32| full_like(&x, v);
+                        let cdf = (x.mul(&c(std::f32::consts::FRAC_1_SQRT_2)).unary(UnaryOp::Erf))
+                            .mul(&c(0.5))
+                            .add(&c(0.5));
+                        let density = (x.mul(&x).mul(&c(-0.5)).unary(UnaryOp::Exp)).mul(&c(FRAC_1_SQRT_2PI));
+                        g.mul(&cdf.add(&x.mul(&density)))
+                    }
                     // (2/√π)·e^(-x²)
                     UnaryOp::Erf => {
                         let gaussian = x.mul(&x).unary(UnaryOp::Neg).unary(UnaryOp::Exp);

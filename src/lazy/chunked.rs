@@ -58,6 +58,7 @@ fn vector_instructions(instr: &Instr) -> usize {
     match *instr {
         Instr::Unary(UnaryOp::Exp, _) => 15,
         Instr::Unary(UnaryOp::Erf, _) => 40,
+        Instr::Unary(UnaryOp::Gelu, _) => 44,
         Instr::Unary(UnaryOp::Tanh | UnaryOp::Log, _) => 30,
         Instr::Unary(UnaryOp::Sin | UnaryOp::Cos, _) => 60,
         Instr::Binary(BinaryOp::Pow, _, _) => 190,
@@ -236,6 +237,7 @@ unsafe fn execute_chunk(
         Instr::Unary(U::Sqrt, a) => lanes!(x = a => math::sqrt_avx512(x)),
         Instr::Unary(U::Sigmoid, a) => lanes!(x = a => math::sigmoid_avx512(x)),
         Instr::Unary(U::Erf, a) => lanes!(x = a => math::erf_avx512(x)),
+        Instr::Unary(U::Gelu, a) => lanes!(x = a => math::gelu_avx512(x)),
         Instr::Unary(U::Tanh, a) => lanes!(x = a => math::tanh_avx512(x)),
         Instr::Unary(U::Sin, a) => lanes!(x = a => super::trig::sin_cos_avx512(x, false)),
         Instr::Unary(U::Cos, a) => lanes!(x = a => super::trig::sin_cos_avx512(x, true)),

@@ -734,6 +734,7 @@ unsafe fn execute_avx512(instr: &Instr, operands: &Operands, out: &mut [MaybeUni
         }
         Instr::Unary(op @ UnaryOp::Sqrt, _) => unary_avx512(op, operands[0], out, |x| math::sqrt_avx512(x)),
         Instr::Unary(op @ UnaryOp::Erf, _) => unary_avx512(op, operands[0], out, |x| math::erf_avx512(x)),
+        Instr::Unary(op @ UnaryOp::Gelu, _) => unary_avx512(op, operands[0], out, |x| math::gelu_avx512(x)),
         Instr::Unary(op @ UnaryOp::Tanh, _) => unary_avx512(op, operands[0], out, |x| math::tanh_avx512(x)),
         Instr::Unary(op @ UnaryOp::Sin, _) => {
             unary_avx512(op, operands[0], out, |x| super::trig::sin_cos_avx512(x, false))
@@ -873,7 +874,7 @@ fn execute_portable(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f
                 o.write(super::trig::cos_f32(x));
             }
         }
-        Instr::Unary(..) => unary!(a, Neg, Exp, Log, Sqrt, Recip, Abs, Tanh, Sigmoid, Relu, Erf),
+        Instr::Unary(..) => unary!(a, Neg, Exp, Log, Sqrt, Recip, Abs, Tanh, Sigmoid, Relu, Erf, Gelu),
         // The power in a loop of its own: through `map2`'s closure the compiler kept it out of
         // line, built without FMA even in the AVX2 + FMA version (each `mul_add` a libm call,
         // 73 ms per 1M values).
@@ -1125,6 +1126,7 @@ mod tests {
             UnaryOp::Sigmoid,
             UnaryOp::Sin,
             UnaryOp::Cos,
+            UnaryOp::Gelu,
         ];
         let binary = [
             BinaryOp::Add,

@@ -299,6 +299,13 @@ pub(crate) fn erf_f32(x: f32) -> f32 {
     if a < 0.5 { near } else { far }
 }
 
+/// GELU, `x·Φ(x)` with `Φ(x) = erf(x/√2)·0.5 + 0.5` by [`erf_f32`]: the operations of the
+/// composite it replaced (`Tensor::gelu`), in the same order, so the same bits.
+#[inline(always)]
+pub(crate) fn gelu_f32(x: f32) -> f32 {
+    x * (erf_f32(x * std::f32::consts::FRAC_1_SQRT_2) * 0.5 + 0.5)
+}
+
 /// `erf`'s series near 0: (2/√π)·Σ (-1)ⁿ x^(2n+1) / (n!·(2n+1)), n = 0..5, by Horner in x².
 const ERF_SERIES: [f32; 6] = [
     -1.0 / 1320.0,
@@ -332,6 +339,16 @@ pub(crate) fn erf_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m
     );
     let far = copysign_avx512(_mm512_sub_ps(c(1.0), tail), x);
     _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(a, c(0.5)), far, near)
+}
+
+/// [`gelu_f32`] over 16 lanes with [`erf_avx512`]: the same operations, so bit-identical.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn gelu_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    let c = _mm512_set1_ps;
+    let erf = erf_avx512(_mm512_mul_ps(x, c(std::f32::consts::FRAC_1_SQRT_2)));
+    _mm512_mul_ps(x, _mm512_add_ps(_mm512_mul_ps(erf, c(0.5)), c(0.5)))
 }
 
 /// The error function in f64 for the reference evaluator, to about 1e-15:
@@ -492,6 +509,19 @@ pub(crate) mod tests {
     fn erf_avx512_matches_erf_f32_bit_for_bit() {
         let specials = [0.5, -0.5, 0.499_999_97, -0.499_999_97, 4.0, -9.5];
         lanes_match("erf", erf_avx512, erf_f32, &specials);
+    }
+
+    /// Where erf's argument `x/√2` switches forms, and the tails.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn gelu_avx512_matches_gelu_f32_bit_for_bit() {
+        let switch = std::f32::consts::FRAC_1_SQRT_2;
+        let (below, above) = (
+            f32::from_bits(switch.to_bits() - 1),
+            f32::from_bits(switch.to_bits() + 1),
+        );
+        let specials = [switch, -switch, below, -below, above, -above, 6.0, -13.5];
+        lanes_match("gelu", gelu_avx512, gelu_f32, &specials);
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -74,7 +74,13 @@ impl Op {
         match self {
             Op::Unary(op, _) => matches!(
                 op,
-                UnaryOp::Sqrt | UnaryOp::Sin | UnaryOp::Abs | UnaryOp::Tanh | UnaryOp::Relu | UnaryOp::Erf
+                UnaryOp::Sqrt
+                    | UnaryOp::Sin
+                    | UnaryOp::Abs
+                    | UnaryOp::Tanh
+                    | UnaryOp::Relu
+                    | UnaryOp::Erf
+                    | UnaryOp::Gelu
             ),
             Op::Binary(op, _, _) => matches!(
                 op,

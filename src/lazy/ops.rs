@@ -49,6 +49,8 @@ pub enum UnaryOp {
     Relu,
     /// the error function
     Erf,
+    /// GELU, `x·Φ(x)` with `Φ(x) = erf(x/√2)/2 + 1/2`
+    Gelu,
 }
 }
 
@@ -99,6 +101,7 @@ trait Transcendental {
     fn erf_fast(self) -> Self;
     fn pow_fast(self, exponent: Self) -> Self;
     fn sin_fast(self) -> Self;
+    fn gelu_fast(self) -> Self;
     fn cos_fast(self) -> Self;
 }
 
@@ -126,6 +129,10 @@ impl Transcendental for f32 {
     #[inline(always)]
     fn sin_fast(self) -> f32 {
         super::trig::sin_f32(self)
+    }
+    #[inline(always)]
+    fn gelu_fast(self) -> f32 {
+        math::gelu_f32(self)
     }
     #[inline(always)]
     fn cos_fast(self) -> f32 {
@@ -159,6 +166,10 @@ impl Transcendental for f64 {
         self.sin()
     }
     #[inline(always)]
+    fn gelu_fast(self) -> f64 {
+        self * ((self * std::f64::consts::FRAC_1_SQRT_2).erf_fast() * 0.5 + 0.5)
+    }
+    #[inline(always)]
     fn cos_fast(self) -> f64 {
         self.cos()
     }
@@ -180,6 +191,7 @@ macro_rules! scalar_semantics {
                 UnaryOp::Tanh => x.tanh_fast(),
                 UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp_fast()),
                 UnaryOp::Erf => x.erf_fast(),
+                UnaryOp::Gelu => x.gelu_fast(),
                 UnaryOp::Relu => {
                     if x < 0.0 {
                         0.0
