@@ -426,7 +426,66 @@ fn reductions_over_every_axis_set_and_view() {
 fn reductions_spanning_many_blocks() {
     // Larger than the kernels' block, so partial results cross block boundaries, and through
     // strided views so the reduced axis is not the innermost in memory.
-    check_reductions_of(&mut rng(6), &[&[3usize, 3001][..], &[2, 50, 70], &[10_007]]);
+    check_reductions_of(
+        &mut rng(6),
+        &[&[3usize, 3001][..], &[2, 50, 70], &[10_007], &[2, 3, 2500]],
+    );
+}
+
+#[test]
+fn column_reductions_wider_than_a_tile_keep_their_order() {
+    // Kept rows longer than a kernel block are folded a tile of columns at a time (the f64 sums
+    // then stay in L1), each output still over its reduced rows in order. Rows of 1e30, -1e30
+    // and a small v make that order visible in the sums: in order, 1e30 - 1e30 + v is v (the
+    // reference's); backwards, v - 1e30 rounds to -1e30 and the sum to 0. Odd columns hold +0,
+    // -0 and -v, whose maximum is the later zero. Plain and sliced (strided) leaves; ragged
+    // last tiles; several slabs.
+    for (shape, axes) in [
+        (&[3usize, 3001][..], &[0usize][..]),
+        (&[2, 3, 2500], &[1]),
+        (&[6, 2, 1100], &[0, 1]),
+    ] {
+        let inner: usize = shape[axes[axes.len() - 1] + 1..].iter().product();
+        let rows: usize = axes.iter().map(|&a| shape[a]).product();
+        let value = |i: usize| {
+            let (row, column) = (i / inner % rows, i % inner);
+            let v = 1.0 + column as f32 / 1024.0;
+            match (row % 3, column % 2) {
+                (0, 0) => 1e30,
+                (1, 0) => -1e30,
+                (_, 0) => v,
+                (0, _) => 0.0,
+                (1, _) => -0.0,
+                _ => -v,
+            }
+        };
+        let n = numel(shape);
+        let plain = LazyBuffer::from_vec((0..n).map(value).collect(), shape).unwrap();
+        // The same values inside a buffer two columns wider on each side: rows read strided.
+        let last = shape.len() - 1;
+        let mut wide_shape = shape.to_vec();
+        wide_shape[last] += 4;
+        let wide: Vec<f32> = (0..numel(&wide_shape))
+            .map(|i| {
+                let (row, column) = (i / wide_shape[last], i % wide_shape[last]);
+                let inside = (2..shape[last] + 2).contains(&column);
+                if inside {
+                    value(row * shape[last] + column - 2)
+                } else {
+                    f32::NAN
+                }
+            })
+            .collect();
+        let mut window: Vec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
+        window[last] = (2, shape[last] + 2);
+        let sliced = LazyBuffer::from_vec(wide, &wide_shape).unwrap().shrink(&window);
+        for (name, x) in [("plain", &plain), ("sliced", &sliced)] {
+            for op in REDUCE {
+                let y = x.reduce(op, axes);
+                check_exact(&format!("{op:?} over {axes:?} of {name} {shape:?}"), &y);
+            }
+        }
+    }
 }
 
 /// A reduction of a permuted view runs over its axes in the buffer's order where that keeps the
