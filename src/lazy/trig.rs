@@ -120,15 +120,13 @@ pub(crate) fn sin_cos_avx512(x: std::arch::x86_64::__m512, cosine: bool) -> std:
             p = _mm512_fmadd_pd(p, z, c(s));
         }
         let s = _mm512_fmadd_pd(_mm512_mul_pd(r, z), p, r);
-        // The sign by `k`'s parity, in integer lanes (the float forms need AVX-512DQ).
-        let low = _mm512_and_si512(
-            _mm512_castpd_si512(_mm512_add_pd(k, c(SHIFTER))),
-            _mm512_set1_epi64(1),
-        );
-        let odd = _mm512_test_epi64_mask(low, low);
-        let bits = _mm512_castpd_si512(s);
-        let s = _mm512_mask_xor_epi64(bits, odd, bits, _mm512_set1_epi64(i64::MIN));
-        _mm512_cvtpd_ps(_mm512_castsi512_pd(s))
+        // `k`'s low bit moved to the sign bit: the sign by its parity (in integer lanes: the
+        // float xor needs AVX-512DQ).
+        let flip = _mm512_slli_epi64::<63>(_mm512_castpd_si512(_mm512_add_pd(k, c(SHIFTER))));
+        _mm512_cvtpd_ps(_mm512_castsi512_pd(_mm512_xor_si512(
+            _mm512_castpd_si512(s),
+            flip,
+        )))
     };
     let upper = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(x)));
     let lo = reduced(_mm512_cvtps_pd(_mm512_castps512_ps256(x)));
