@@ -434,16 +434,17 @@ fn reductions_spanning_many_blocks() {
 
 #[test]
 fn column_reductions_wider_than_a_tile_keep_their_order() {
-    // Kept rows longer than a kernel block are folded a tile of columns at a time (the f64 sums
-    // then stay in L1), each output still over its reduced rows in order. Rows of 1e30, -1e30
+    // Kept rows whose accumulators outgrow L1 are folded a tile of columns at a time (they then
+    // stay in L1), each output still over its reduced rows in order. Rows of 1e30, -1e30
     // and a small v make that order visible in the sums: in order, 1e30 - 1e30 + v is v (the
     // reference's); backwards, v - 1e30 rounds to -1e30 and the sum to 0. Odd columns hold +0,
     // -0 and -v, whose maximum is the later zero. Plain and sliced (strided) leaves; ragged
     // last tiles; several slabs.
+    // Rows of 12,289 values and more: past where sums (8 bytes each) and maxima (4) go by tiles.
     for (shape, axes) in [
-        (&[3usize, 3001][..], &[0usize][..]),
-        (&[2, 3, 2500], &[1]),
-        (&[6, 2, 1100], &[0, 1]),
+        (&[3usize, 12_289][..], &[0usize][..]),
+        (&[2, 3, 13_000], &[1]),
+        (&[6, 2, 12_300], &[0, 1]),
     ] {
         let inner: usize = shape[axes[axes.len() - 1] + 1..].iter().product();
         let rows: usize = axes.iter().map(|&a| shape[a]).product();
