@@ -846,26 +846,38 @@ fn gelu_within_its_bound_through_every_view() {
     // GELU is x·Φ(x) with Φ = erf(x/√2)·0.5 + 0.5. erf is within 5e-7 absolute (its docs); the
     // rounding of x/√2 moves erf by at most erf'(u)·|u|·2^-24 <= 0.49·6e-8; ·0.5 is exact and
     // + 0.5 rounds by at most 3e-8. So Φ is within 3e-7 absolute, and the product adds half an
-    // ulp: |x|·3e-7 + EPS·|y| bounds each value against the reference's exact erf. Padding reads
-    // as x = 0, whose GELU is exactly 0.
+    // ulp: |x|·3e-7 + EPS·|y|, or half the smallest subnormal below the normal range, bounds
+    // each value against the reference's exact erf. Padding reads as x = 0, whose GELU is 0.
+    let bound = |x: f64, y: f64| 3e-7 * x.abs() + EPS * y.abs() + f32::from_bits(1) as f64 / 2.0;
+    let check = |what: &str, x: &LazyBuffer| {
+        let y = x.unary(UnaryOp::Gelu);
+        let (xs, want) = (reference::evaluate(x), reference::evaluate(&y));
+        assert_close(what, &y.to_vec(), &want, |i| bound(xs[i], want[i]));
+    };
     let mut rng = rng(16);
     for shape in SHAPES {
         for (name, x) in views(&mut rng, shape, Values::Uniform(-6.0, 6.0)) {
-            let y = x.unary(UnaryOp::Gelu);
             let padding = vec![(1, 2); shape.len()];
-            for (what, x, y) in [
-                ("", x.clone(), y.clone()),
-                (", padded", x.pad(&padding), y.pad(&padding)),
-            ] {
-                let (xs, want) = (reference::evaluate(&x), reference::evaluate(&y));
-                assert_close(
-                    &format!("Gelu of {name} {shape:?}{what}"),
-                    &y.to_vec(),
-                    &want,
-                    |i| 3e-7 * xs[i].abs() + EPS * want[i].abs(),
-                );
-            }
+            check(&format!("Gelu of {name} {shape:?}"), &x);
+            check(&format!("Gelu of {name} {shape:?}, padded"), &x.pad(&padding));
         }
+    }
+    // Every f32 of both signs where the error comes nearest the bound: around erf's switch of
+    // form at x = 1/√2, and near 3.1 (the largest absolute error); and subnormals.
+    for (from, to) in [
+        (0.69f32, 0.75f32),
+        (3.05, 3.2),
+        (f32::from_bits(1), f32::from_bits(5000)),
+    ] {
+        let values: Vec<f32> = (from.to_bits()..=to.to_bits())
+            .map(f32::from_bits)
+            .flat_map(|x| [x, -x])
+            .collect();
+        let n = values.len();
+        check(
+            &format!("Gelu over [{from:e}, {to:e}]"),
+            &LazyBuffer::from_vec(values, &[n]).unwrap(),
+        );
     }
 }
 
