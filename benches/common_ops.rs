@@ -2,8 +2,9 @@
 //! times a vector (and a vector times the matrix) against raw `sgemm` and a hand-written loop;
 //! a column sum of a transposed view against the same sum of a contiguous tensor and a loop; and
 //! `powf(2.0)` against `square` and a loop, and a squared error's forward and backward pass; the
-//! general power (`powf(2.5)`), `log`, `sin` and `cos` against loops calling libm per element.
-//! Through the Tensor API, built and realized.
+//! general power (`powf(2.5)`), `log`, `sin` and `cos` against loops calling libm per element;
+//! `gelu` forward and backward against the `erf` inside it. Through the Tensor API, built and
+//! realized.
 
 use std::hint::black_box;
 
@@ -110,6 +111,20 @@ fn common_ops(c: &mut Criterion) {
     group.bench_function("cos", |b| b.iter(|| black_box(&x).cos().realize()));
     group.bench_function("sin_libm_loop", |b| {
         b.iter(|| black_box(&xs).iter().map(|x| x.sin()).collect::<Vec<f32>>())
+    });
+    group.finish();
+
+    // GELU's floor is the erf inside it.
+    let mut group = c.benchmark_group("gelu_1024");
+    group.throughput(Throughput::Elements((N * N) as u64));
+    group.bench_function("gelu", |b| b.iter(|| black_box(&x).gelu().realize()));
+    group.bench_function("erf", |b| b.iter(|| black_box(&x).erf().realize()));
+    group.bench_function("gelu_backward", |b| {
+        b.iter(|| {
+            let p = black_box(&x).clone().requires_grad();
+            p.gelu().sum_all().backward();
+            p.grad().expect("a gradient").realize()
+        })
     });
     group.finish();
 }
