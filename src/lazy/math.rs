@@ -376,7 +376,7 @@ pub(crate) mod tests {
     /// for `2^e <= |exact| < 2^(e + 1)`, the subnormal spacing below. (The gap above `exact as
     /// f32` is twice that where `exact` lies just below a power of two and rounds up to it, and
     /// would let errors up to a whole ulp pass a half-ulp bound there.)
-    fn ulps(got: f32, exact: f64) -> f64 {
+    pub(crate) fn ulps(got: f32, exact: f64) -> f64 {
         let exponent = ((exact.abs().to_bits() >> 52) as i32 - 1023).max(-126);
         (got as f64 - exact).abs() / 2f64.powi(exponent - 23)
     }

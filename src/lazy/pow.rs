@@ -391,6 +391,7 @@ fn magnitude_avx2(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lazy::math::tests::ulps;
     use crate::lazy::xorshift;
 
     /// Values whose powers meet every C99 case: signed zeros and infinities, NaNs, ±1, bases
@@ -451,14 +452,6 @@ mod tests {
             out.push((x, ((300.0 * unit() - 150.0) as f64 / (x as f64).log2()) as f32));
         }
         out
-    }
-
-    /// The distance from `got` to `exact` in f32 ulps at `exact`'s magnitude (subnormal ulps
-    /// below the normal range).
-    fn ulps(got: f32, exact: f64) -> f64 {
-        let exponent = ((exact.abs().to_bits() >> 52) & 0x7FF) as i32 - 1023;
-        let ulp = 2f64.powi(exponent.max(-126) - 23);
-        (got as f64 - exact).abs() / ulp
     }
 
     #[test]

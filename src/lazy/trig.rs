@@ -219,15 +219,7 @@ fn redo_outside(values: &[f32], out: &mut [f32], inside: u32, cosine: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `got`'s distance from `exact` in units of the f32 spacing where `exact` lies: `2^(e - 23)`
-    /// for `2^e <= |exact| < 2^(e + 1)`, the subnormal spacing below. (The gap above `exact as
-    /// f32` is twice that where `exact` lies just below a power of two and rounds up to it, and
-    /// would let errors up to a whole ulp pass a half-ulp bound there.)
-    fn ulps(got: f32, exact: f64) -> f64 {
-        let exponent = ((exact.abs().to_bits() >> 52) as i32 - 1023).max(-126);
-        (got as f64 - exact).abs() / 2f64.powi(exponent - 23)
-    }
+    use crate::lazy::math::tests::ulps;
 
     fn check(x: f32) {
         for (name, got, want) in [
