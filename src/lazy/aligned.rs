@@ -2,6 +2,25 @@
 //! lines costs about twice one that does not, and `Vec<f32>` is only 16-byte aligned: a kernel's
 //! per-op loops over block buffers ran up to twice as slow as over aligned ones.
 
+use std::mem::MaybeUninit;
+
+/// `N` values starting on a cache line, uninitialized: a product's packed panel of B on the
+/// stack, whose rows its tiles load as whole vectors. A plain `[MaybeUninit<f32>; N]` is only
+/// 4-byte aligned, and three of every four such loads then straddle two lines.
+#[repr(C, align(64))]
+pub(crate) struct StackPanel<const N: usize>([MaybeUninit<f32>; N]);
+
+impl<const N: usize> StackPanel<N> {
+    pub(crate) fn new() -> Self {
+        StackPanel([MaybeUninit::uninit(); N])
+    }
+
+    /// The first value's address, for writing and then reading back what was written.
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut f32 {
+        self.0.as_mut_ptr().cast()
+    }
+}
+
 /// One cache line of values: the unit an [`AlignedBlock`] is allocated in.
 #[derive(Clone, Copy, Default)]
 #[repr(C, align(64))]
@@ -56,5 +75,13 @@ mod tests {
             assert!(block.values().iter().all(|&v| v == len as f32));
         }
         assert!(block.is_allocated());
+    }
+
+    #[test]
+    fn stack_panels_start_on_a_cache_line() {
+        let mut panels = [StackPanel::<17>::new(), StackPanel::<17>::new()];
+        for panel in &mut panels {
+            assert_eq!(panel.as_mut_ptr() as usize % 64, 0);
+        }
     }
 }

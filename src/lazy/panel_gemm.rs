@@ -18,7 +18,7 @@
 //! order of its operands, which the compiler picks (sgemm's own edge and inner tiles differ in
 //! it).
 
-use std::mem::MaybeUninit;
+use super::aligned::StackPanel;
 use std::ops::Range;
 
 use super::small_gemm::{LANES, Matrix, avx512, pack_panel, tile};
@@ -109,8 +109,8 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
         panels
     };
     // Only each block's first `depth` rows are written, and only those are read.
-    let mut panel = [MaybeUninit::<f32>::uninit(); DEPTH * WIDTH];
-    let panel_ptr = panel.as_mut_ptr().cast::<f32>();
+    let mut panel = StackPanel::<{ DEPTH * WIDTH }>::new();
+    let panel_ptr = panel.as_mut_ptr();
     let b_panel = Matrix {
         ptr: panel_ptr,
         strides: (WIDTH as isize, 1),

@@ -14,7 +14,7 @@
 //! those of sgemm, bit for bit (the tests check both instruction sets), and whether a product
 //! takes it changes no value.
 
-use std::mem::MaybeUninit;
+use super::aligned::StackPanel;
 
 /// The most values of B one column tile reads: 64 rows of 64 columns, or 128 rows of 32 (16 KiB),
 /// stay in L1 across the tile's rows. Measured on the kernel alone, one thread, against sgemm
@@ -191,11 +191,11 @@ unsafe fn gemm_avx512(
             // many of them as it needs.
             let width = cols.next_multiple_of(LANES);
             // Only the first k rows of `width` values are written, and only those are read.
-            let mut panel = [MaybeUninit::<f32>::uninit(); PANEL];
+            let mut panel = StackPanel::<PANEL>::new();
             // SAFETY: the tile's columns lie within B; the panel holds k·width values.
-            unsafe { pack_panel::<true>((k, cols, width), b_cols, panel.as_mut_ptr().cast::<f32>()) };
+            unsafe { pack_panel::<true>((k, cols, width), b_cols, panel.as_mut_ptr()) };
             let b_cols = Matrix {
-                ptr: panel.as_ptr().cast::<f32>(),
+                ptr: panel.as_mut_ptr(),
                 strides: (width as isize, 1),
             };
             // SAFETY: the panel has k rows of `width` values; C has `cols` columns from j0, and
@@ -238,10 +238,10 @@ unsafe fn gemm_avx2(
         if cols == LANES && b.strides.1 == 1 {
             unsafe { column_tile::<2, 6, 8>((m, k), a, b_cols, c_cols, c_strides, cols) };
         } else {
-            let mut panel = [MaybeUninit::<f32>::uninit(); PANEL];
-            unsafe { pack_panel::<false>((k, cols, LANES), b_cols, panel.as_mut_ptr().cast::<f32>()) };
+            let mut panel = StackPanel::<PANEL>::new();
+            unsafe { pack_panel::<false>((k, cols, LANES), b_cols, panel.as_mut_ptr()) };
             let b_cols = Matrix {
-                ptr: panel.as_ptr().cast::<f32>(),
+                ptr: panel.as_mut_ptr(),
                 strides: (LANES as isize, 1),
             };
             unsafe { column_tile::<2, 6, 8>((m, k), a, b_cols, c_cols, c_strides, cols) };
