@@ -24,6 +24,8 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use super::storage::Storage;
+
 /// At most this many freed output buffers are kept per thread for reuse...
 const POOL_BUFFERS: usize = 16;
 /// ...holding at most this many bytes, so the pool cannot hold memory without bound.
@@ -33,18 +35,18 @@ thread_local! {
     /// Buffers of realized nodes dropped on this thread, oldest first, for the next kernel
     /// outputs. A training step or a repeated computation frees and needs the same sizes each
     /// time; reusing them avoids the page faults of fresh large allocations.
-    static POOL: RefCell<VecDeque<Vec<f32>>> = const { RefCell::new(VecDeque::new()) };
+    static POOL: RefCell<VecDeque<Storage>> = const { RefCell::new(VecDeque::new()) };
 }
 
 /// The bytes a pooled buffer holds.
-fn bytes(buf: &Vec<f32>) -> usize {
+fn bytes(buf: &Storage) -> usize {
     buf.capacity() * size_of::<f32>()
 }
 
 /// Takes back a dropped node's buffer if nothing else holds it. When the pool is full, the
 /// oldest buffers make room: buffers of sizes no longer asked for (those of a setup phase) must
 /// not keep a loop's buffers out for good.
-pub(crate) fn recycle(buf: Arc<Vec<f32>>) {
+pub(crate) fn recycle(buf: Arc<Storage>) {
     let Ok(buf) = Arc::try_unwrap(buf) else { return };
     if buf.capacity() < 1024 || bytes(&buf) > POOL_BYTES {
         return; // small buffers are cheap to allocate
@@ -62,7 +64,7 @@ pub(crate) fn recycle(buf: Arc<Vec<f32>>) {
 
 /// An empty buffer with room for `len` values: the most recently pooled one of a close size if
 /// there is one, else a fresh allocation.
-pub(crate) fn output(len: usize) -> Vec<f32> {
+pub(crate) fn output(len: usize) -> Storage {
     let reused = POOL
         .try_with(|pool| {
             let mut pool = pool.borrow_mut();
@@ -76,14 +78,14 @@ pub(crate) fn output(len: usize) -> Vec<f32> {
             buf.clear();
             buf
         }
-        None => with_capacity(len),
+        None => Storage::with_capacity(len),
     }
 }
 
 /// `len` copies of `value`, in a pooled or fresh buffer.
-pub(crate) fn output_filled(len: usize, value: f32) -> Vec<f32> {
+pub(crate) fn output_filled(len: usize, value: f32) -> Storage {
     let mut buf = output(len);
-    buf.resize(len, value);
+    buf.fill_to(len, value);
     buf
 }
 
@@ -99,16 +101,16 @@ mod tests {
     fn new_buffers_push_out_the_oldest() {
         // A setup phase fills the pool with buffers of a size never asked for again...
         for _ in 0..2 * POOL_BUFFERS {
-            recycle(Arc::new(vec![0.0; 5_000]));
+            recycle(Arc::new(Storage::filled(5_000, 0.0)));
         }
         // ...and a loop's buffer still gets in and comes back out.
-        let buf = Arc::new(with_capacity::<f32>(100_000));
+        let buf = Arc::new(Storage::with_capacity(100_000));
         let ptr = buf.as_ptr();
         recycle(buf);
         let again = output(100_000);
         assert_eq!(again.as_ptr(), ptr);
         // A buffer still shared elsewhere is not taken.
-        let shared = Arc::new(with_capacity::<f32>(100_000));
+        let shared = Arc::new(Storage::with_capacity(100_000));
         let other = Arc::clone(&shared);
         recycle(shared);
         let fresh = output(100_000);
@@ -118,18 +120,18 @@ mod tests {
     #[test]
     fn the_pool_stays_within_its_bounds() {
         for _ in 0..20 {
-            recycle(Arc::new(with_capacity::<f32>(2 << 20))); // 8 MiB each
+            recycle(Arc::new(Storage::with_capacity(2 << 20))); // 8 MiB each
             assert!(pooled_bytes() <= POOL_BYTES);
         }
         assert_eq!(pooled_bytes(), POOL_BYTES, "the newest 8 fill it");
-        recycle(Arc::new(with_capacity::<f32>(POOL_BYTES / 4 + 1)));
+        recycle(Arc::new(Storage::with_capacity(POOL_BYTES / 4 + 1)));
         assert_eq!(
             pooled_bytes(),
             POOL_BYTES,
             "a buffer larger than the pool is not kept"
         );
         for _ in 0..2 * POOL_BUFFERS {
-            recycle(Arc::new(vec![0.0; 2_000]));
+            recycle(Arc::new(Storage::filled(2_000, 0.0)));
         }
         POOL.with(|pool| assert_eq!(pool.borrow().len(), POOL_BUFFERS));
     }

@@ -5,6 +5,7 @@ use std::mem::MaybeUninit;
 
 use super::axes::AxisVec;
 use super::kernel::PARALLEL_CHUNK;
+use super::storage::Storage;
 use super::view::View;
 use super::{alloc, parallel};
 use crate::shape::runtime::{numel, write_contiguous_strides};
@@ -147,7 +148,7 @@ pub(crate) fn tiled_axis(view: &View) -> Option<usize> {
 
 /// Every element of `view` over `buf`, row-major, copied in square tiles (see [`copy_tiled`]).
 /// With several threads, each copies a run of the output's first axis. `view` must be unmasked.
-pub(crate) fn gather_tiled(buf: &[f32], view: &View, a: usize) -> Vec<f32> {
+pub(crate) fn gather_tiled(buf: &[f32], view: &View, a: usize) -> Storage {
     let shape = view.shape();
     let n = numel(shape);
     let mut out = alloc::output(n);
@@ -327,7 +328,7 @@ mod tests {
         ];
         for (buf, view) in &cases {
             let a = tiled_axis(view).unwrap_or_else(|| panic!("{view:?} should be tiled"));
-            assert_eq!(gather_tiled(buf, view, a), by_position(buf, view), "{view:?}");
+            assert_eq!(*gather_tiled(buf, view, a), by_position(buf, view), "{view:?}");
         }
         // Plain, broadcast, small and padded views are gathered block by block instead.
         assert_eq!(tiled_axis(&View::contiguous(&[300, 300])), None);

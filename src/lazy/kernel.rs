@@ -14,6 +14,7 @@ use super::gather::{gather, gather_tiled, tiled_axis};
 #[cfg(target_arch = "x86_64")]
 use super::math;
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
+use super::storage::Storage;
 use super::view::View;
 use super::{alloc, parallel};
 use crate::shape::runtime::numel;
@@ -45,7 +46,7 @@ pub(crate) const BLOCK: usize = 1024;
 /// An input of a kernel: a realized buffer read through a view of the kernel's shape.
 #[derive(Clone, Debug)]
 pub(crate) struct Leaf {
-    pub(crate) buf: Arc<Vec<f32>>,
+    pub(crate) buf: Arc<Storage>,
     pub(crate) view: View,
 }
 
@@ -125,14 +126,14 @@ enum LeafAccess<'a> {
     /// tiled once over a block and a period more, so block `start` reads from `start % period`.
     Periodic { tile: AlignedBlock, period: usize },
     /// All of it, copied row-major in tiles before the first block (a large transpose).
-    Copied(Vec<f32>),
+    Copied(Storage),
     /// Anything else, gathered per block (the view in iteration order).
     Strided(Cow<'a, View>),
 }
 
 impl FusedKernel {
     /// Runs the kernel and returns its output, row-major.
-    pub(crate) fn run(&self) -> Vec<f32> {
+    pub(crate) fn run(&self) -> Storage {
         if let Some(reordered) = self.in_memory_order() {
             return reordered.run();
         }
@@ -364,7 +365,7 @@ impl Plan<'_> {
     }
 
     /// The output of a kernel without a reduction, split across threads when it is large.
-    fn run_elementwise(&self) -> Vec<f32> {
+    fn run_elementwise(&self) -> Storage {
         // SAFETY: `compute_into` writes every element of each block.
         unsafe {
             fill_output(self.n, |part, offset| {
@@ -410,7 +411,7 @@ pub(crate) fn line_aligned_blocks(
 ///
 /// # Safety
 /// `fill` must write every element of the part it is given.
-pub(crate) unsafe fn fill_output(n: usize, fill: impl Fn(&mut [MaybeUninit<f32>], usize) + Sync) -> Vec<f32> {
+pub(crate) unsafe fn fill_output(n: usize, fill: impl Fn(&mut [MaybeUninit<f32>], usize) + Sync) -> Storage {
     let mut out = alloc::output(n);
     let spare = &mut out.spare_capacity_mut()[..n];
     if n < 2 * PARALLEL_CHUNK || parallel::threads() == 1 {

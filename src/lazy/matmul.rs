@@ -5,12 +5,13 @@
 
 use super::panel_gemm::Product;
 use super::small_gemm::{self, Matrix};
+use super::storage::Storage;
 use super::view::View;
 use crate::shape::runtime::numel;
 
 /// `a [.., m, k] x b [.., k, n]` into a fresh row-major `[.., m, n]`, and which code computed it
 /// (for the trace). Neither view may be masked (the scheduler copies padded operands first).
-pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Vec<f32>, &'static str) {
+pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storage, &'static str) {
     let (sa, sb) = (a_view.shape(), b_view.shape());
     let rank = sa.len();
     let (m, k, n) = (sa[rank - 2], sa[rank - 1], sb[rank - 1]);

@@ -56,6 +56,7 @@ mod replay;
 mod schedule;
 mod small_gemm;
 pub mod stats;
+mod storage;
 mod trig;
 mod view;
 
@@ -69,6 +70,7 @@ use axes::AxisVec;
 pub use node::nodes_alive;
 use node::{Node, Op, State};
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};
+use storage::Storage;
 pub use view::View;
 
 /// A lazily computed array of `f32`: a graph node seen through a view.
@@ -92,9 +94,17 @@ impl LazyBuffer {
 
     /// A buffer holding `data` in row-major order.
     ///
+    /// The values are copied into storage that starts on a cache line (kernels' vector loads
+    /// then never straddle two lines), and `data` is freed: for a moment both are held.
+    ///
     /// Errors with [`Error::LengthMismatch`] (naming both lengths) if `data.len()` is not the
     /// element count of `shape`.
     pub fn from_vec(data: Vec<f32>, shape: &[usize]) -> Result<Self> {
+        Self::from_slice(&data, shape)
+    }
+
+    /// A buffer holding a copy of `data` in row-major order; errors as [`LazyBuffer::from_vec`].
+    fn from_slice(data: &[f32], shape: &[usize]) -> Result<Self> {
         let expected = checked_numel(shape)?;
         if data.len() != expected {
             return Err(Error::LengthMismatch {
@@ -103,16 +113,19 @@ impl LazyBuffer {
                 got: data.len(),
             });
         }
-        Ok(Self::from_node(Node::new(shape, State::Realized(Arc::new(data)))))
+        Ok(Self::from_storage(Storage::from_slice(data), shape))
+    }
+
+    /// A buffer of `values`, whose length is `shape`'s element count.
+    fn from_storage(values: Storage, shape: &[usize]) -> Self {
+        debug_assert_eq!(values.len(), numel(shape));
+        Self::from_node(Node::new(shape, State::Realized(Arc::new(values))))
     }
 
     /// Every element `value`. Stores one element, broadcast through a view.
     pub fn full(shape: &[usize], value: f32) -> Self {
-        let one = Self::from_node(Node::new(
-            &AxisVec::filled(shape.len(), 1),
-            State::Realized(Arc::new(vec![value])),
-        ));
-        one.expand(shape)
+        let ones = AxisVec::filled(shape.len(), 1);
+        Self::from_storage(Storage::from_slice(&[value]), &ones).expand(shape)
     }
 
     /// Independent samples, uniform in `[low, high)`, drawn from `rng` in row-major order.
@@ -120,7 +133,7 @@ impl LazyBuffer {
         let data = (0..numel(shape))
             .map(|_| low + (high - low) * rng.random::<f32>())
             .collect();
-        Self::from_vec(data, shape).expect("length matches by construction")
+        Self::from_storage(data, shape)
     }
 
     /// Independent normal samples (Box–Muller in f64) drawn from `rng` in row-major order.
@@ -139,7 +152,7 @@ impl LazyBuffer {
                 }
             }
         }
-        Self::from_vec(data, shape).expect("length matches by construction")
+        Self::from_storage(Storage::from_slice(&data), shape)
     }
 
     /// The logical shape.
@@ -378,13 +391,14 @@ impl LazyBuffer {
         let whole = self.view.is_contiguous() && numel(&self.node.shape) == self.numel();
         if whole && let Some(node) = Arc::get_mut(&mut self.node) {
             let buf = node.buffer_mut().expect("realized above");
-            f(Arc::make_mut(buf).as_mut_slice());
+            let values: &mut Storage = Arc::make_mut(buf);
+            f(values);
             return;
         }
-        let mut values = self.to_vec();
+        let mut values = self.with_values(Storage::from_slice);
         f(&mut values);
         stats::update(|s| s.bytes_allocated += (values.len() * size_of::<f32>()) as u64);
-        *self = Self::from_vec(values, self.shape()).expect("same length");
+        *self = Self::from_storage(values, self.shape());
     }
 
     // Convenience wrappers, one line each, for tests and the layers above.

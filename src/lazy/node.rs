@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use super::LazyBuffer;
 use super::axes::AxisVec;
 use super::ops::{BinaryOp, ReduceOp, UnaryOp};
+use super::storage::Storage;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 static NODES_ALIVE: AtomicUsize = AtomicUsize::new(0);
@@ -111,7 +112,7 @@ impl Op {
 #[derive(Debug)]
 pub(crate) enum State {
     Pending(Op),
-    Realized(Arc<Vec<f32>>),
+    Realized(Arc<Storage>),
 }
 
 /// A node's operation is kept until it is realized (and then dropped with its inputs); its
@@ -124,7 +125,7 @@ pub(crate) struct Node {
     /// The shape of the node's output, stored row-major once realized.
     pub(crate) shape: AxisVec<usize>,
     op: Mutex<Option<Op>>,
-    buf: OnceLock<Arc<Vec<f32>>>,
+    buf: OnceLock<Arc<Storage>>,
 }
 
 impl Node {
@@ -149,7 +150,7 @@ impl Node {
     }
 
     /// The buffer, if realized.
-    pub(crate) fn buffer(&self) -> Option<Arc<Vec<f32>>> {
+    pub(crate) fn buffer(&self) -> Option<Arc<Storage>> {
         self.buf.get().cloned()
     }
 
@@ -167,13 +168,13 @@ impl Node {
     }
 
     /// The buffer of a realized node, for writing in place when nothing else can see it.
-    pub(crate) fn buffer_mut(&mut self) -> Option<&mut Arc<Vec<f32>>> {
+    pub(crate) fn buffer_mut(&mut self) -> Option<&mut Arc<Storage>> {
         self.buf.get_mut()
     }
 
     /// Stores the result and drops the inputs. A node another thread realized meanwhile keeps
     /// its first buffer (the values are the same).
-    pub(crate) fn set_realized(&self, buf: Arc<Vec<f32>>) {
+    pub(crate) fn set_realized(&self, buf: Arc<Storage>) {
         if let Err(buf) = self.buf.set(buf) {
             super::alloc::recycle(buf);
         }

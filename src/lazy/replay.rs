@@ -17,6 +17,7 @@ use super::fast_hash::FastMap;
 use super::kernel::{FusedKernel, Leaf, Program};
 use super::node::{Node, Op};
 use super::ops::ReduceOp;
+use super::storage::Storage;
 use super::view::View;
 
 /// Where a kernel leaf's buffer comes from.
@@ -32,11 +33,11 @@ pub(super) enum Source {
 
 impl Source {
     /// The buffer it names, in a graph of `nodes` with outside inputs `externals`.
-    pub(super) fn buffer(&self, nodes: &[Arc<Node>], externals: &[Arc<Node>]) -> Arc<Vec<f32>> {
+    pub(super) fn buffer(&self, nodes: &[Arc<Node>], externals: &[Arc<Node>]) -> Arc<Storage> {
         let buf = match self {
             Source::Node(j) => nodes[*j].buffer(),
             Source::External(slot) => externals[*slot].buffer(),
-            Source::One => Some(Arc::new(vec![1.0])),
+            Source::One => Some(Arc::new(Storage::from_slice(&[1.0]))),
         };
         buf.expect("a kernel's inputs are realized before it runs")
     }

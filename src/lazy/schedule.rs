@@ -16,6 +16,7 @@ use super::fast_hash::{FastMap, FastSet};
 use super::kernel::{FusedKernel, Instr, Leaf, Program, execute, fill_output, line_aligned_blocks, operands};
 use super::node::{Node, Op};
 use super::replay::{KernelPlan, Plans, Signature, Source, Step};
+use super::storage::Storage;
 use super::view::View;
 use super::{LazyBuffer, matmul, stats};
 use crate::shape::runtime::numel;
@@ -183,7 +184,7 @@ fn run_matmul(
     node: &Node,
     a: &LazyBuffer,
     b: &LazyBuffer,
-    epilogue: Option<(&Epilogue, Option<Arc<Vec<f32>>>)>,
+    epilogue: Option<(&Epilogue, Option<Arc<Storage>>)>,
 ) {
     let trace = stats::tracing().then(|| {
         let what = format!("matmul {:?} x {:?}", a.shape(), b.shape());
@@ -207,7 +208,7 @@ fn run_matmul(
 }
 
 /// Counts a kernel's run, traces it if asked, and stores its output in `node`.
-fn record(node: &Node, output: Vec<f32>, ops: usize, trace: Option<(String, Instant)>) {
+fn record(node: &Node, output: Storage, ops: usize, trace: Option<(String, Instant)>) {
     if let Some((description, started)) = trace {
         let elapsed = started.elapsed();
         eprintln!(
@@ -562,12 +563,12 @@ impl Graph {
 }
 
 /// A matmul operand's buffer and view; a padded view is first copied out.
-fn operand(input: &LazyBuffer) -> (Arc<Vec<f32>>, View) {
+fn operand(input: &LazyBuffer) -> (Arc<Storage>, View) {
     let buf = input.node.buffer().expect("matmul inputs are realized before it");
     if input.view.mask().is_none() {
         return (buf, input.view.clone());
     }
-    let mut copy = vec![0.0; input.numel()];
+    let mut copy = Storage::filled(input.numel(), 0.0);
     super::gather::gather(&buf, &input.view, 0, &mut copy);
     stats::update(|s| s.bytes_allocated += (copy.len() * size_of::<f32>()) as u64);
     (Arc::new(copy), View::contiguous(input.shape()))

@@ -15,7 +15,9 @@ impl<S: Shape> Tensor<S, NoGrad> {
         Tensor::from_var(shape, Var::untracked(buf))
     }
 
-    /// A tensor of `shape` holding `data` in row-major order.
+    /// A tensor of `shape` holding `data` in row-major order. The values are copied into storage
+    /// that starts on a cache line, as every buffer of the library does (see
+    /// [`LazyBuffer::from_vec`](crate::lazy::LazyBuffer::from_vec)).
     ///
     /// ```
     /// use teenygrad::prelude::*;

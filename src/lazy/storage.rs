@@ -1,0 +1,263 @@
+//! The values of a realized node: a length and an allocation like a `Vec<f32>`'s, but starting on
+//! a cache line. A 16-lane load or store that straddles two cache lines costs about twice one
+//! that does not, and a `Vec<f32>` is only 16-byte aligned (a large one, which glibc maps
+//! separately, sits 16 bytes past a page: every 16-lane load over it straddles).
+
+use std::alloc::{Layout, alloc, dealloc};
+use std::fmt;
+use std::mem::MaybeUninit;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+/// The alignment of every allocation: one cache line.
+const LINE: usize = 64;
+
+/// Owned, contiguous `f32` values with room for `capacity()`, starting on a cache line;
+/// dereferences to the values.
+pub(crate) struct Storage {
+    ptr: NonNull<f32>,
+    len: usize,
+    cap: usize,
+}
+
+// SAFETY: `Storage` owns its allocation as a `Vec<f32>` does; `&Storage` gives only shared
+// access to the values.
+unsafe impl Send for Storage {}
+// SAFETY: as above.
+unsafe impl Sync for Storage {}
+
+impl Storage {
+    /// No values, with room for `cap` starting on a cache line.
+    ///
+    /// # Panics
+    /// If the allocation fails or its size overflows, naming the size: a caller can catch it,
+    /// where `Vec`'s allocation failure aborts the process.
+    pub(crate) fn with_capacity(cap: usize) -> Storage {
+        if cap == 0 {
+            return Storage {
+                // No allocation: a non-null address on a line, as a `Vec`'s is aligned.
+                ptr: NonNull::new(std::ptr::without_provenance_mut(LINE)).expect("not null"),
+                len: 0,
+                cap: 0,
+            };
+        }
+        let Some(layout) =
+            (cap.checked_mul(size_of::<f32>())).and_then(|bytes| Layout::from_size_align(bytes, LINE).ok())
+        else {
+            panic!("cannot allocate {cap} elements: more than isize::MAX bytes");
+        };
+        // SAFETY: the layout's size is not zero.
+        let ptr = unsafe { alloc(layout) };
+        let Some(ptr) = NonNull::new(ptr.cast::<f32>()) else {
+            panic!(
+                "cannot allocate {cap} elements ({} bytes): out of memory",
+                layout.size()
+            );
+        };
+        Storage { ptr, len: 0, cap }
+    }
+
+    /// A copy of `values`.
+    pub(crate) fn from_slice(values: &[f32]) -> Storage {
+        let mut storage = Storage::with_capacity(values.len());
+        // SAFETY: the storage has room for `values.len()` values, in a separate allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(values.as_ptr(), storage.ptr.as_ptr(), values.len());
+            storage.set_len(values.len());
+        }
+        storage
+    }
+
+    /// `len` copies of `value`.
+    pub(crate) fn filled(len: usize, value: f32) -> Storage {
+        let mut storage = Storage::with_capacity(len);
+        storage.fill_to(len, value);
+        storage
+    }
+
+    /// Values the allocation has room for.
+    pub(crate) fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// Forgets the values, keeping the allocation.
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// The room past the values, for writing before [`Storage::set_len`].
+    pub(crate) fn spare_capacity_mut(&mut self) -> &mut [MaybeUninit<f32>] {
+        // SAFETY: values `len..cap` lie within the allocation, which nothing else borrows.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(self.len).cast(), self.cap - self.len) }
+    }
+
+    /// Sets the number of values.
+    ///
+    /// # Safety
+    /// `len <= capacity()`, and the values up to `len` are initialized.
+    pub(crate) unsafe fn set_len(&mut self, len: usize) {
+        debug_assert!(len <= self.cap, "length {len} past capacity {}", self.cap);
+        self.len = len;
+    }
+
+    /// Extends the values with copies of `value` up to `len`.
+    ///
+    /// # Panics
+    /// If `len` is past the capacity.
+    pub(crate) fn fill_to(&mut self, len: usize, value: f32) {
+        let from = self.len;
+        assert!(
+            from <= len && len <= self.cap,
+            "filling {from}..{len} of {} values",
+            self.cap
+        );
+        self.spare_capacity_mut()[..len - from].fill(MaybeUninit::new(value));
+        // SAFETY: values `from..len` were just written, and `len <= cap`.
+        unsafe { self.set_len(len) };
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        if self.cap > 0 {
+            // SAFETY: allocated in `with_capacity` with this layout.
+            unsafe {
+                let layout = Layout::from_size_align_unchecked(self.cap * size_of::<f32>(), LINE);
+                dealloc(self.ptr.as_ptr().cast(), layout);
+            }
+        }
+    }
+}
+
+impl Deref for Storage {
+    type Target = [f32];
+
+    fn deref(&self) -> &[f32] {
+        // SAFETY: the first `len` values are initialized (`set_len`'s contract).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl DerefMut for Storage {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        // SAFETY: as in `deref`, and the borrow is unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Clone for Storage {
+    fn clone(&self) -> Storage {
+        Storage::from_slice(self)
+    }
+}
+
+impl fmt::Debug for Storage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl FromIterator<f32> for Storage {
+    /// Exact for iterators that know their length; others go through a `Vec` and one copy.
+    fn from_iter<I: IntoIterator<Item = f32>>(values: I) -> Storage {
+        let values = values.into_iter();
+        let (low, high) = values.size_hint();
+        if high != Some(low) {
+            return Storage::from_slice(&values.collect::<Vec<f32>>());
+        }
+        let mut storage = Storage::with_capacity(low);
+        for value in values.take(low) {
+            // SAFETY: fewer than `low` values are written so far, and there is room for `low`;
+            // each is counted as it is written, so a panicking iterator leaves no gap.
+            unsafe { storage.ptr.as_ptr().add(storage.len).write(value) };
+            storage.len += 1;
+        }
+        storage
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on_a_line(storage: &Storage) -> bool {
+        (storage.as_ptr() as usize).is_multiple_of(LINE)
+    }
+
+    #[test]
+    fn every_storage_starts_on_a_cache_line() {
+        for len in [0, 1, 15, 16, 17, 1000, 40_000] {
+            let filled = Storage::filled(len, 2.5);
+            assert!(on_a_line(&filled) && filled.len() == len);
+            assert!(filled.iter().all(|&v| v == 2.5));
+            let copy = filled.clone();
+            assert!(on_a_line(&copy) && *copy == *filled);
+            let collected: Storage = (0..len).map(|i| i as f32).collect();
+            assert!(on_a_line(&collected) && collected.len() == len);
+            assert!(collected.iter().enumerate().all(|(i, &v)| v == i as f32));
+        }
+        // Of unknown length: filtered.
+        let odd: Storage = (0..100).map(|i| i as f32).filter(|v| v % 2.0 == 1.0).collect();
+        assert!(on_a_line(&odd) && odd.len() == 50 && odd[49] == 99.0);
+    }
+
+    #[test]
+    fn every_buffer_made_through_the_api_starts_on_a_cache_line() {
+        use crate::lazy::{LazyBuffer, UnaryOp};
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        // A caller's vector is 16-byte aligned at best; its copy is not.
+        let x = LazyBuffer::from_vec((0..4099).map(|i| i as f32).collect(), &[4099]).unwrap();
+        let a = LazyBuffer::rand_uniform(&[300, 200], -1.0, 1.0, &mut rng);
+        let b = LazyBuffer::rand_normal(&[200, 77], 0.0, 1.0, &mut rng);
+        let made = [
+            x.unary(UnaryOp::Exp),
+            a.matmul(&b),
+            a.sum(&[0]),
+            a.permute(&[1, 0]).contiguous(),
+            a.mul(&a).add(&a),
+            x,
+            a,
+            b,
+        ];
+        for buffer in &made {
+            buffer.realize();
+            let storage = buffer.node.buffer().expect("realized");
+            assert!(on_a_line(&storage), "{:?}", buffer.shape());
+        }
+    }
+
+    #[test]
+    fn writing_past_the_values_then_setting_the_length() {
+        let mut storage = Storage::with_capacity(10);
+        assert!(storage.is_empty() && storage.capacity() == 10);
+        for (i, slot) in storage.spare_capacity_mut()[..4].iter_mut().enumerate() {
+            slot.write(i as f32);
+        }
+        // SAFETY: four values written.
+        unsafe { storage.set_len(4) };
+        assert_eq!(*storage, [0.0, 1.0, 2.0, 3.0]);
+        assert_eq!(storage.spare_capacity_mut().len(), 6);
+        storage.fill_to(6, 7.0);
+        storage[0] = -1.0;
+        assert_eq!(*storage, [-1.0, 1.0, 2.0, 3.0, 7.0, 7.0]);
+        storage.clear();
+        assert!(storage.is_empty() && storage.capacity() == 10);
+    }
+
+    #[test]
+    #[should_panic(expected = "filling 0..11 of 10 values")]
+    fn filling_past_the_capacity_is_a_panic() {
+        Storage::with_capacity(10).fill_to(11, 0.0);
+    }
+
+    #[test]
+    fn an_impossible_size_is_a_panic_naming_it() {
+        let message = |cap: usize| {
+            let panic = std::panic::catch_unwind(|| Storage::with_capacity(cap)).unwrap_err();
+            panic.downcast_ref::<String>().cloned().unwrap_or_default()
+        };
+        assert!(message(usize::MAX / 2).contains("more than isize::MAX bytes"));
+        assert!(message(1 << 60).contains("4611686018427387904 bytes"));
+    }
+}
