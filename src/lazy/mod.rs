@@ -82,6 +82,19 @@ pub struct LazyBuffer {
     view: View,
 }
 
+/// [`Error::LengthMismatch`] (naming both lengths) unless `len` values fill `shape`.
+fn check_length(len: usize, shape: &[usize]) -> Result<()> {
+    let expected = checked_numel(shape)?;
+    if len != expected {
+        return Err(Error::LengthMismatch {
+            shape: shape.to_vec(),
+            expected,
+            got: len,
+        });
+    }
+    Ok(())
+}
+
 /// An elementwise op over `inputs` computed in their memory order, when that differs from the
 /// logical order the same way for all: each input is one reordering (`order`) of its node's
 /// whole row-major layout, or one value broadcast. The op then runs on the inputs viewed through
@@ -135,15 +148,16 @@ impl LazyBuffer {
 
     /// A buffer holding a copy of `data` in row-major order; errors as [`LazyBuffer::from_vec`].
     fn from_slice(data: &[f32], shape: &[usize]) -> Result<Self> {
-        let expected = checked_numel(shape)?;
-        if data.len() != expected {
-            return Err(Error::LengthMismatch {
-                shape: shape.to_vec(),
-                expected,
-                got: data.len(),
-            });
-        }
+        check_length(data.len(), shape)?;
         Ok(Self::from_storage(Storage::from_slice(data), shape))
+    }
+
+    /// A buffer of `values` in row-major order, collected straight into its storage (no
+    /// intermediate `Vec`); errors as [`LazyBuffer::from_vec`].
+    pub(crate) fn from_values(values: impl IntoIterator<Item = f32>, shape: &[usize]) -> Result<Self> {
+        let values: Storage = values.into_iter().collect();
+        check_length(values.len(), shape)?;
+        Ok(Self::from_storage(values, shape))
     }
 
     /// A buffer of `values`, whose length is `shape`'s element count.

@@ -292,8 +292,8 @@ fn one_hot(indices: &[usize], classes: usize) -> Result<LazyBuffer> {
         }
         return LazyBuffer::from_vec(one_hot, &[batch, classes]);
     }
-    let labels = LazyBuffer::from_vec(indices.iter().map(|&l| l as f32).collect(), &[batch, 1])?;
-    let columns = LazyBuffer::from_vec((0..classes).map(|c| c as f32).collect(), &[1, classes])?;
+    let labels = LazyBuffer::from_values(indices.iter().map(|&l| l as f32), &[batch, 1])?;
+    let columns = LazyBuffer::from_values((0..classes).map(|c| c as f32), &[1, classes])?;
     let shape = [batch, classes];
     Ok(labels
         .expand(&shape)

@@ -280,7 +280,7 @@ impl<const N: usize> Tensor<(Const<N>,), NoGrad> {
     pub fn arange() -> Self {
         Self::from_lazy(
             (Const,),
-            LazyBuffer::from_vec((0..N).map(|i| i as f32).collect(), &[N]).expect("N elements"),
+            LazyBuffer::from_values((0..N).map(|i| i as f32), &[N]).expect("N elements"),
         )
     }
 }
