@@ -253,29 +253,6 @@ impl View {
         }))
     }
 
-    /// The reordering `order` for which this is `View::contiguous(shape).permute(order)`, if it
-    /// is one and not the identity: a transposed or permuted view of a whole row-major buffer,
-    /// with nothing else changed (compared field by field, so a size-1 axis must keep its
-    /// row-major stride too).
-    pub(crate) fn permutation_of(&self, shape: &[usize]) -> Option<AxisVec<usize>> {
-        let rank = shape.len();
-        if self.offset != 0 || self.mask.is_some() || self.shape.len() != rank {
-            return None;
-        }
-        let strides = row_major(shape);
-        let mut used = AxisVec::filled(rank, false);
-        let mut order = AxisVec::filled(rank, 0usize);
-        for d in 0..rank {
-            // Axes longer than 1 have distinct row-major strides; size-1 axes that match the
-            // same pair are interchangeable, so the first unused one will do.
-            let a = (0..rank)
-                .find(|&a| !used[a] && shape[a] == self.shape[d] && strides[a] == self.strides[d])?;
-            used[a] = true;
-            order[d] = a;
-        }
-        (order.iter().enumerate().any(|(d, &a)| d != a)).then_some(order)
-    }
-
     /// Whether this is `View::contiguous(shape)` with its last two axes swapped (compared field
     /// by field, without making that view).
     pub(crate) fn is_transposed_contiguous(&self, shape: &[usize]) -> bool {
@@ -594,51 +571,6 @@ mod tests {
             .shrink(&[(1, 3), (0, 3)])
             .permute(&[1, 0]);
         assert!(!shifted.is_transposed_contiguous(&[2, 3]), "an offset");
-    }
-
-    #[test]
-    fn a_permutation_of_a_row_major_view_is_found() {
-        // Every permutation of ranks 0 to 4, with size-1 axes: the view it makes is found again
-        // (as the same view: size-1 axes may be matched in either order), unless it is the
-        // identity; with an offset or a mask, or a size-1 axis off its row-major stride, none.
-        let shapes: [&[usize]; 6] = [&[], &[3], &[2, 3], &[1, 3], &[2, 1, 4], &[2, 3, 1, 5]];
-        for shape in shapes {
-            let contiguous = View::contiguous(shape);
-            for order in permutations(shape.len()) {
-                let view = contiguous.permute(&order);
-                match view.permutation_of(shape) {
-                    Some(found) => assert_eq!(contiguous.permute(&found), view, "{shape:?} {order:?}"),
-                    None => assert!(view.is_contiguous(), "{shape:?} {order:?} not found"),
-                }
-                let full_mask = view.shape().iter().map(|&d| (0, d)).collect();
-                let masked = View(Arc::new(ViewData {
-                    mask: Some(full_mask),
-                    ..(*view).clone()
-                }));
-                assert_eq!(masked.permutation_of(shape), None, "{shape:?} masked");
-            }
-        }
-        let shifted = View::contiguous(&[4, 3])
-            .shrink(&[(1, 3), (0, 3)])
-            .permute(&[1, 0]);
-        assert_eq!(shifted.permutation_of(&[2, 3]), None, "an offset");
-        // [2, 1, 3] reversed has strides [1, 3, 3]; its size-1 axis given stride 7 instead.
-        let odd_stride = View(Arc::new(ViewData {
-            strides: [1, 7, 3].into_iter().collect(),
-            ..(*View::contiguous(&[2, 1, 3]).permute(&[2, 1, 0])).clone()
-        }));
-        assert_eq!(
-            odd_stride.permutation_of(&[2, 1, 3]),
-            None,
-            "a size-1 axis of stride 7"
-        );
-        assert_eq!(
-            View::contiguous(&[2, 3])
-                .expand(&[2, 3])
-                .permute(&[1, 0])
-                .permutation_of(&[2, 3]),
-            Some([1, 0].into_iter().collect())
-        );
     }
 
     fn permutations(rank: usize) -> Vec<Vec<usize>> {
