@@ -5,8 +5,9 @@
 use std::mem::MaybeUninit;
 
 /// `N` values starting on a cache line, uninitialized: a product's packed panel of B on the
-/// stack, whose rows its tiles load as whole vectors. A plain `[MaybeUninit<f32>; N]` is only
-/// 4-byte aligned, and three of every four such loads then straddle two lines.
+/// stack, whose rows (multiples of 16 values) its tiles load as whole vectors. A plain
+/// `[MaybeUninit<f32>; N]` is only 4-byte aligned: where the stack put it decided whether every
+/// such load straddled two lines or none did, and in most runs every one did.
 #[repr(C, align(64))]
 pub(crate) struct StackPanel<const N: usize>([MaybeUninit<f32>; N]);
 

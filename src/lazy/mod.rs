@@ -56,7 +56,7 @@ mod replay;
 mod schedule;
 mod small_gemm;
 pub mod stats;
-mod storage;
+pub(crate) mod storage;
 mod trig;
 mod view;
 
@@ -131,7 +131,7 @@ impl LazyBuffer {
     }
 
     /// A buffer of `values`, whose length is `shape`'s element count.
-    fn from_storage(values: Storage, shape: &[usize]) -> Self {
+    pub(crate) fn from_storage(values: Storage, shape: &[usize]) -> Self {
         debug_assert_eq!(values.len(), numel(shape));
         Self::from_node(Node::new(shape, State::Realized(Arc::new(values))))
     }
@@ -152,21 +152,21 @@ impl LazyBuffer {
 
     /// Independent normal samples (Box–Muller in f64) drawn from `rng` in row-major order.
     pub fn rand_normal<R: Rng + ?Sized>(shape: &[usize], mean: f32, std: f32, rng: &mut R) -> Self {
-        let n = numel(shape);
-        let mut data = Vec::with_capacity(n);
-        while data.len() < n {
+        // Each pair of uniform draws gives two samples: the cosine's, then the sine's.
+        let mut sine = None;
+        let data = (0..numel(shape)).map(|_| {
+            if let Some(z) = sine.take() {
+                return z;
+            }
             // 1 - u keeps the logarithm's argument in (0, 1].
             let u1 = 1.0 - rng.random::<f64>();
             let u2 = rng.random::<f64>();
             let radius = (-2.0 * u1.ln()).sqrt();
             let angle = std::f64::consts::TAU * u2;
-            for z in [radius * angle.cos(), radius * angle.sin()] {
-                if data.len() < n {
-                    data.push(mean + std * z as f32);
-                }
-            }
-        }
-        Self::from_storage(Storage::from_slice(&data), shape)
+            sine = Some(mean + std * (radius * angle.sin()) as f32);
+            mean + std * (radius * angle.cos()) as f32
+        });
+        Self::from_storage(data.collect(), shape)
     }
 
     /// The logical shape.

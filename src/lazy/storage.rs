@@ -41,6 +41,24 @@ unsafe impl Send for Storage {}
 // SAFETY: as above.
 unsafe impl Sync for Storage {}
 
+/// Why room for some values could not be had.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum AllocFailure {
+    /// Their size in bytes does not fit in `isize`.
+    TooLarge,
+    /// The allocator had no room.
+    OutOfMemory,
+}
+
+impl fmt::Display for AllocFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AllocFailure::TooLarge => "more than isize::MAX bytes",
+            AllocFailure::OutOfMemory => "out of memory",
+        })
+    }
+}
+
 impl Storage {
     /// No values, with room for `cap` starting on a cache line.
     ///
@@ -48,23 +66,28 @@ impl Storage {
     /// If the allocation fails or its size overflows, naming the size: a caller can catch it,
     /// where `Vec`'s allocation failure aborts the process.
     pub(crate) fn with_capacity(cap: usize) -> Storage {
+        Storage::try_with_capacity(cap).unwrap_or_else(|failure| {
+            let bytes = cap as u128 * size_of::<f32>() as u128;
+            panic!("cannot allocate {cap} elements ({bytes} bytes): {failure}")
+        })
+    }
+
+    /// [`Storage::with_capacity`], or why not.
+    pub(crate) fn try_with_capacity(cap: usize) -> Result<Storage, AllocFailure> {
         if cap == 0 {
-            return Storage {
+            return Ok(Storage {
                 // No allocation: a non-null address on a line, as a `Vec`'s is aligned.
                 ptr: NonNull::new(std::ptr::without_provenance_mut(LINE)).expect("not null"),
                 len: 0,
                 cap: 0,
                 skip: 0,
-            };
+            });
         }
-        let Some(layout) = allocation(cap) else {
-            panic!("cannot allocate {cap} elements: more than isize::MAX bytes");
-        };
+        let layout = allocation(cap).ok_or(AllocFailure::TooLarge)?;
         // SAFETY: the layout's size is not zero.
         let start = unsafe { alloc(layout) };
         if start.is_null() {
-            let bytes = cap * size_of::<f32>();
-            panic!("cannot allocate {cap} elements ({bytes} bytes): out of memory");
+            return Err(AllocFailure::OutOfMemory);
         }
         // The allocator returns at least `HEAP_ALIGN`-aligned memory, so this is a multiple of
         // it below `LINE`.
@@ -73,12 +96,12 @@ impl Storage {
         // SAFETY: `skip` is at most `LINE - HEAP_ALIGN` bytes, which the allocation holds
         // beyond the values' `cap · 4`; the result is not null, being past a non-null start.
         let ptr = unsafe { NonNull::new_unchecked(start.add(skip).cast::<f32>()) };
-        Storage {
+        Ok(Storage {
             ptr,
             len: 0,
             cap,
             skip,
-        }
+        })
     }
 
     /// A copy of `values`.
@@ -122,6 +145,25 @@ impl Storage {
     pub(crate) unsafe fn set_len(&mut self, len: usize) {
         debug_assert!(len <= self.cap, "length {len} past capacity {}", self.cap);
         self.len = len;
+    }
+
+    /// Appends `values`.
+    ///
+    /// # Panics
+    /// If they do not fit in the capacity.
+    pub(crate) fn extend_from_slice(&mut self, values: &[f32]) {
+        let (len, n) = (self.len, values.len());
+        assert!(
+            n <= self.cap - len,
+            "appending {n} to {len} of {} values",
+            self.cap
+        );
+        // SAFETY: values `len..len + n` lie within the capacity, in another allocation than
+        // `values` (which `&mut self` keeps from borrowing this one).
+        unsafe {
+            std::ptr::copy_nonoverlapping(values.as_ptr(), self.ptr.as_ptr().add(len), n);
+            self.set_len(len + n);
+        }
     }
 
     /// Extends the values with copies of `value` up to `len`.
@@ -180,7 +222,8 @@ impl fmt::Debug for Storage {
 }
 
 impl FromIterator<f32> for Storage {
-    /// Exact for iterators that know their length; others go through a `Vec` and one copy.
+    /// Exact for iterators whose size hint gives their length (that length is trusted: values
+    /// past it are not taken); others go through a `Vec` and one copy.
     fn from_iter<I: IntoIterator<Item = f32>>(values: I) -> Storage {
         let values = values.into_iter();
         let (low, high) = values.size_hint();
@@ -265,6 +308,31 @@ mod tests {
         assert_eq!(*storage, [-1.0, 1.0, 2.0, 3.0, 7.0, 7.0]);
         storage.clear();
         assert!(storage.is_empty() && storage.capacity() == 10);
+    }
+
+    #[test]
+    fn appending_within_the_capacity() {
+        let mut storage = Storage::with_capacity(5);
+        storage.extend_from_slice(&[1.0, 2.0]);
+        storage.extend_from_slice(&[]);
+        storage.extend_from_slice(&[3.0, 4.0, 5.0]);
+        assert_eq!(*storage, [1.0, 2.0, 3.0, 4.0, 5.0]);
+        let past = std::panic::catch_unwind(move || storage.extend_from_slice(&[6.0]));
+        assert!(past.is_err(), "appending past the capacity");
+    }
+
+    #[test]
+    fn a_failed_reservation_says_why() {
+        assert_eq!(
+            Storage::try_with_capacity(usize::MAX / 2).err(),
+            Some(AllocFailure::TooLarge)
+        );
+        // Through `black_box`: an allocation freed unused may be elided, and then "succeeds".
+        assert_eq!(
+            std::hint::black_box(Storage::try_with_capacity(1 << 60)).err(),
+            Some(AllocFailure::OutOfMemory)
+        );
+        assert_eq!(Storage::try_with_capacity(0).map(|s| s.capacity()), Ok(0));
     }
 
     #[test]

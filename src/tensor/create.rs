@@ -7,6 +7,7 @@ use super::{NoGrad, Tensor};
 use crate::autograd::Var;
 use crate::error::{Error, Result, or_panic_in};
 use crate::lazy::LazyBuffer;
+use crate::lazy::storage::Storage;
 use crate::shape::runtime::checked_numel;
 use crate::shape::{Const, ConstShape, Shape};
 
@@ -175,11 +176,10 @@ fn sample(dims: &[usize], mut draw: impl FnMut(&[usize]) -> LazyBuffer) -> Resul
     if n <= SAMPLE_CHUNK {
         return Ok(draw(dims));
     }
-    let mut data: Vec<f32> = Vec::new();
-    data.try_reserve_exact(n).map_err(|e| Error::Data {
+    let mut data = Storage::try_with_capacity(n).map_err(|failure| Error::Data {
         location: format!("a tensor of shape {dims:?}"),
         message: format!(
-            "its {n} values ({} bytes) cannot be allocated: {e}",
+            "its {n} values ({} bytes) cannot be allocated: {failure}",
             n as u128 * size_of::<f32>() as u128
         ),
     })?;
@@ -187,7 +187,7 @@ fn sample(dims: &[usize], mut draw: impl FnMut(&[usize]) -> LazyBuffer) -> Resul
         let len = SAMPLE_CHUNK.min(n - data.len());
         draw(&[len]).with_values(|values| data.extend_from_slice(values));
     }
-    LazyBuffer::from_vec(data, dims)
+    Ok(LazyBuffer::from_storage(data, dims))
 }
 
 impl<S: ConstShape> Tensor<S, NoGrad> {
