@@ -107,11 +107,7 @@ impl Storage {
     /// A copy of `values`.
     pub(crate) fn from_slice(values: &[f32]) -> Storage {
         let mut storage = Storage::with_capacity(values.len());
-        // SAFETY: the storage has room for `values.len()` values, in a separate allocation.
-        unsafe {
-            std::ptr::copy_nonoverlapping(values.as_ptr(), storage.ptr.as_ptr(), values.len());
-            storage.set_len(values.len());
-        }
+        storage.extend_from_slice(values);
         storage
     }
 
@@ -187,7 +183,8 @@ impl Drop for Storage {
     fn drop(&mut self) {
         if self.cap > 0 {
             let layout = allocation(self.cap).expect("allocated with this layout");
-            // SAFETY: allocated in `with_capacity` with this layout, `skip` bytes before `ptr`.
+            // SAFETY: allocated in `try_with_capacity` with this layout, `skip` bytes before
+            // `ptr`.
             unsafe { dealloc(self.ptr.as_ptr().cast::<u8>().sub(self.skip), layout) };
         }
     }
