@@ -19,9 +19,9 @@
 //! order of its operands, which the compiler picks (sgemm's own edge and inner tiles differ in
 //! it).
 
-use super::aligned::StackPanel;
 use std::ops::Range;
 
+use super::aligned::StackPanel;
 use super::small_gemm::{LANES, Matrix, avx512, pack_panel, tile};
 
 /// sgemm's depth block (matrixmultiply's default `KC` for f32): blocks cut elsewhere would round
