@@ -67,17 +67,39 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
             path = "packed panels of B";
             // SAFETY: as for sgemm below.
             unsafe { run_panels(&product, m.saturating_mul(k).saturating_mul(n), c) };
-        } else if let Some(product) = (n == 1)
-            .then(|| Product::new((1, k, m), b_matrix.transposed(), a_matrix.transposed()))
+        } else if let Some(product) = (n < Product::WIDTH)
+            .then(|| Product::new((n, k, m), b_matrix.transposed(), a_matrix.transposed()))
             .flatten()
         {
-            // A matrix times a vector as its transpose, the vector times the matrix's transpose:
-            // sgemm spent 16 lanes of its kernel on the one column (3.7 times PyTorch's time).
-            // `Cᵀ` is `C`'s values in the same order, and each is the same chain of fused
-            // multiply-adds either way.
+            // A narrow C (a matrix times a vector, a classifier's few outputs) as its
+            // transpose `Cᵀ = Bᵀ·Aᵀ`, which is wide: sgemm spent 16 lanes of its kernel on one
+            // column (3.7 times PyTorch's time), and `[128, 256] x [256, 10]` took 60 µs on it.
+            // Each element is the same chain of fused multiply-adds either way.
             path = "packed panels of Aᵀ (the transposed product)";
-            // SAFETY: as for sgemm below; C's m×1 elements are Cᵀ's 1×m.
-            unsafe { run_panels(&product, m.saturating_mul(k), c) };
+            let macs = m.saturating_mul(k).saturating_mul(n);
+            if n == 1 {
+                // SAFETY: as for sgemm below; C's m×1 elements are Cᵀ's 1×m.
+                unsafe { run_panels(&product, macs, c) };
+            } else {
+                let mut transposed = super::alloc::output(n * m);
+                // SAFETY: as for sgemm below, into a fresh n×m buffer, all of which is written.
+                unsafe {
+                    run_panels(
+                        &product,
+                        macs,
+                        transposed.spare_capacity_mut().as_mut_ptr().cast(),
+                    );
+                    transposed.set_len(n * m);
+                }
+                // SAFETY: `c` is an exclusive m×n slice of the output.
+                let c = unsafe { std::slice::from_raw_parts_mut(c, m * n) };
+                for (j, column) in transposed.chunks_exact(m).enumerate() {
+                    for (i, &value) in column.iter().enumerate() {
+                        c[i * n + j] = value;
+                    }
+                }
+                super::alloc::recycle(std::sync::Arc::new(transposed));
+            }
         } else {
             // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C
             // is wide (a batch of 128 against 512 features) gives them more rows to share, and
@@ -251,45 +273,64 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
-    /// A matrix times a vector runs as its transpose, a vector times the matrix's transpose, on
-    /// packed panels: still sgemm's results bit for bit (NaN payloads aside, as for the panels),
-    /// with the matrix read by rows or by columns, across depth blocks, with special values.
+    /// A narrow product (fewer columns than a panel: a matrix times a vector, a classifier's
+    /// few outputs) runs as its transpose `Cᵀ = Bᵀ·Aᵀ` on packed panels where that is wide and
+    /// the panels take `Bᵀ` as their A: still sgemm's results bit for bit (NaN payloads aside, as
+    /// for the panels), with A and B read by rows or by columns, across depth blocks, with special
+    /// values.
     #[test]
-    fn matrix_times_vector_is_sgemm_bit_for_bit() {
+    fn narrow_products_are_sgemm_bit_for_bit() {
         let mut rng = StdRng::seed_from_u64(5);
         let special = [0.0, -0.0, f32::INFINITY, f32::NAN, 1e-40, 3e38];
-        for (m, k) in [(32, 1), (40, 257), (100, 784), (31, 50)] {
+        for (m, k, n) in [
+            (32, 1, 1),
+            (40, 257, 1),
+            (100, 784, 1),
+            (31, 50, 1),
+            (128, 256, 10),
+            (33, 300, 2),
+            (70, 513, 9),
+            (96, 200, 31),
+            (300, 129, 16),
+            (64, 5, 16),
+            (2048, 300, 10), // shared between threads, if there are several
+            (31, 40, 10),
+            (64, 300, 32),
+        ] {
             let mut value = |_| match rng.random_ratio(1, 40) {
                 true => special[rng.random_range(0..special.len())],
                 false => rng.random_range(-2.0f32..2.0),
             };
             let a: Vec<f32> = (0..m * k).map(&mut value).collect();
-            let v: Vec<f32> = (0..k).map(&mut value).collect();
-            let v_view = View::contiguous(&[k, 1]);
-            for transposed in [false, true] {
-                let (a_view, strides) = match transposed {
-                    false => (View::contiguous(&[m, k]), (k as isize, 1)),
-                    true => (View::contiguous(&[k, m]).permute(&[1, 0]), (1, m as isize)),
+            let b: Vec<f32> = (0..k * n).map(&mut value).collect();
+            for (a_rows, b_rows) in [(true, true), (true, false), (false, true), (false, false)] {
+                let layout = |rows: usize, cols: usize, by_rows: bool| match by_rows {
+                    true => (View::contiguous(&[rows, cols]), (cols as isize, 1)),
+                    false => (
+                        View::contiguous(&[cols, rows]).permute(&[1, 0]),
+                        (1, rows as isize),
+                    ),
                 };
-                let (got, path) = run(&a, &a_view, &v, &v_view);
-                let a_matrix = Matrix {
-                    ptr: a.as_ptr(),
+                let (a_view, a_strides) = layout(m, k, a_rows);
+                let (b_view, b_strides) = layout(k, n, b_rows);
+                let (got, path) = run(&a, &a_view, &b, &b_view);
+                let matrix = |values: &[f32], strides| Matrix {
+                    ptr: values.as_ptr(),
                     strides,
                 };
-                let v_matrix = Matrix {
-                    ptr: v.as_ptr(),
-                    strides: (1, 1),
-                };
-                let want = sgemm((m, k, 1), a_matrix, v_matrix);
+                let want = sgemm((m, k, n), matrix(&a, a_strides), matrix(&b, b_strides));
                 let same = (got.iter().zip(&want))
                     .all(|(x, y)| x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan());
-                assert!(same, "[{m}, {k}] x [{k}], transposed {transposed}, by {path}");
-                if small_gemm::avx512() {
-                    let panels = m >= 32 && k > 1;
+                let case = format!("[{m}, {k}] x [{k}, {n}], A by rows {a_rows}, B by rows {b_rows}");
+                assert!(same, "{case}, by {path}");
+                if small_gemm::avx512() && path != "the direct tile" {
+                    // Bᵀ is read by rows when B is read by columns, or has more than one tile
+                    // of rows (a vector's one row or column is both).
+                    let transposed = m >= 32 && n < 32 && (n == 1 || !b_rows || n > 8);
                     assert_eq!(
                         path.starts_with("packed panels of Aᵀ"),
-                        panels,
-                        "{m}, {k}: {path}"
+                        transposed,
+                        "{case}: {path}"
                     );
                 }
             }

@@ -54,6 +54,9 @@ pub(super) struct Product {
 unsafe impl Sync for Product {}
 
 impl Product {
+    /// Columns of C per panel: narrower products waste lanes here.
+    pub(super) const WIDTH: usize = WIDTH;
+
     /// The product, if this path takes it: the CPU has AVX-512, A's rows or columns are
     /// contiguous, C is at least one panel wide (or any width, with at most one tile of rows and
     /// B read by columns), and A has at most [`MAX_A`] values. A column-major A (a weight
