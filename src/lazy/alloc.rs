@@ -47,7 +47,13 @@ fn bytes(buf: &Storage) -> usize {
 /// oldest buffers make room: buffers of sizes no longer asked for (those of a setup phase) must
 /// not keep a loop's buffers out for good.
 pub(crate) fn recycle(buf: Arc<Storage>) {
-    let Ok(buf) = Arc::try_unwrap(buf) else { return };
+    if let Ok(buf) = Arc::try_unwrap(buf) {
+        keep(buf);
+    }
+}
+
+/// Takes back a kernel's scratch buffer (see [`recycle`]).
+pub(crate) fn keep(buf: Storage) {
     if buf.capacity() < 1024 || bytes(&buf) > POOL_BYTES {
         return; // small buffers are cheap to allocate
     }

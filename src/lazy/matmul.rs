@@ -98,7 +98,7 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
                         c[i * n + j] = value;
                     }
                 }
-                super::alloc::recycle(std::sync::Arc::new(transposed));
+                super::alloc::keep(transposed);
             }
         } else {
             // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C
@@ -148,6 +148,20 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
 /// # Safety
 /// As for [`Product::run`] with all of C's panels.
 unsafe fn run_panels(product: &Product, macs: usize, c: *mut f32) {
+    // SAFETY: as this function's contract says; `tiles` lives until the product has run.
+    let (product, tiles) = unsafe { product.with_a_tiles() };
+    // SAFETY: as this function's contract says.
+    unsafe { share_panels(&product, macs, c) };
+    if let Some(tiles) = tiles {
+        super::alloc::keep(tiles);
+    }
+}
+
+/// [`run_panels`] once A is where the product reads it.
+///
+/// # Safety
+/// As for [`Product::run`] with all of C's panels.
+unsafe fn share_panels(product: &Product, macs: usize, c: *mut f32) {
     let panels = product.panels();
     let large = macs >= PARALLEL_MACS || product.streams_b().is_some_and(|len| len >= PARALLEL_B);
     let tasks = match large {
