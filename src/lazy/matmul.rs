@@ -67,7 +67,7 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
             path = "packed panels of B";
             // SAFETY: as for sgemm below.
             unsafe { run_panels(&product, m.saturating_mul(k).saturating_mul(n), c) };
-        } else if let Some(product) = (n < Product::WIDTH)
+        } else if let Some(product) = (n < Product::MIN_WIDTH)
             .then(|| Product::new((n, k, m), b_matrix.transposed(), a_matrix.transposed()))
             .flatten()
         {

@@ -6,11 +6,14 @@
 //! A matrix times a vector runs here too, as its transpose (see `matmul`), and so does a vector
 //! (or up to eight rows) times a matrix, whose panels are read in place, by rows or by columns.
 //!
-//! B is copied one panel of 32 columns and up to 256 rows at a time (32 KiB, which stays in L1)
-//! and A is read in place, eight rows per tile, by the direct tile's register kernel: 16
-//! multiply-adds per step along `k` for two vector loads of B and eight of A. sgemm's AVX-512
-//! kernel broadcasts 16 values of A for each vector of B, about one load per multiply-add, and
-//! copies A as well as B.
+//! B is copied one panel of 48 columns and up to 256 rows at a time (48 KiB) and A is read in
+//! place (or, a large column-major A, from a copy in tiles), eight rows per tile, by the direct
+//! tile's register kernel: 24 multiply-adds per step along `k` for three vector loads of B and
+//! eight of A. Products here are bound by loads more than by multiply-adds: panels of 32
+//! columns (16 multiply-adds for ten loads) took 5–20 % longer on the training step's products
+//! (one thread, the two alternating in one process; `[128, 256] x [256, 40]` 36 % longer).
+//! sgemm's AVX-512 kernel broadcasts 16 values of A for each vector of B, about one load per
+//! multiply-add, and copies A as well as B.
 //!
 //! Every element is sgemm's, bit for bit: `k` is cut into sgemm's blocks of 256 from the
 //! start, each block's products are one chain of fused multiply-adds from `+0.0` in order, and
@@ -29,10 +32,13 @@ use super::storage::Storage;
 /// differently. A build that sets `MATMUL_SGEMM_KC` changes sgemm's; results then stay within
 /// rounding of each other but are no longer the same bits (the unit test below would say so).
 const DEPTH: usize = 256;
-/// Columns of C per panel: two vectors.
-const WIDTH: usize = 2 * LANES;
-/// Rows of C per tile: 8 × 2 vectors are 16 accumulators, enough to hide the multiply-adds'
-/// latency, and leave registers for B's two vectors and A's broadcasts.
+/// Columns of C per panel: three vectors.
+const WIDTH: usize = 3 * LANES;
+/// C at least this wide runs on the panels (narrower, most of a tile's lanes would be idle); a
+/// last panel narrower than [`WIDTH`] takes only the vectors it needs.
+const MIN_WIDTH: usize = 2 * LANES;
+/// Rows of C per tile: 8 × 3 vectors are 24 accumulators, enough to hide the multiply-adds'
+/// latency, and leave registers for B's three vectors and A's broadcasts.
 const ROWS: usize = 8;
 /// The most values of A taken (512 KiB). Every panel reads all of A, which must stay in L2
 /// (2 MiB per core here) beside what the panels bring in. Measured on one thread against sgemm:
@@ -66,8 +72,8 @@ pub(super) struct Product {
 unsafe impl Sync for Product {}
 
 impl Product {
-    /// Columns of C per panel: narrower products waste lanes here.
-    pub(super) const WIDTH: usize = WIDTH;
+    /// The narrowest C this path takes, but for a few rows of A with B read by columns.
+    pub(super) const MIN_WIDTH: usize = MIN_WIDTH;
 
     /// The product, if this path takes it: the CPU has AVX-512, A's rows or columns are
     /// contiguous, C is at least one panel wide (or any width, with at most one tile of rows and
@@ -81,7 +87,7 @@ impl Product {
         // A narrow C over a long B by columns: a `[16, 65536]` matrix times a vector took 0.8 ms
         // on sgemm, against 0.15 for PyTorch.
         let narrow = m <= ROWS && b.strides.0 == 1 && b.strides.1 != 1;
-        let wide_enough = n >= WIDTH || narrow;
+        let wide_enough = n >= MIN_WIDTH || narrow;
         let a_contiguous = a.strides.1 == 1 || (a.strides.0 == 1 && m > ROWS);
         let takes = m > 0 && k > 0 && wide_enough && m.saturating_mul(k) <= MAX_A && a_contiguous;
         (takes && avx512()).then_some(Product {
@@ -399,7 +405,13 @@ impl Tile {
         // SAFETY: as this function's contract says.
         unsafe {
             if b.strides.1 == 1 {
-                tile::<R, 2, LANES>(self.depth, a, b, dst, dst_stride as isize);
+                // A narrower last panel with only the vectors it needs.
+                let (depth, dst_stride) = (self.depth, dst_stride as isize);
+                match self.cols.div_ceil(LANES) {
+                    3 => tile::<R, 3, LANES>(depth, a, b, dst, dst_stride),
+                    2 => tile::<R, 2, LANES>(depth, a, b, dst, dst_stride),
+                    _ => tile::<R, 1, LANES>(depth, a, b, dst, dst_stride),
+                }
             } else {
                 tile_by_columns::<R>(self.depth, self.cols, a, b, dst, dst_stride);
             }
@@ -442,17 +454,17 @@ unsafe fn tile_by_columns<const R: usize>(
     // row p, with `depth - p` rows.
     let a_at = |r: usize, p: usize| unsafe { *a.at(r, p).ptr };
     let column = |p: usize, j: usize| b.at(p, j).ptr;
-    // One half of the panel at a time: with both at once, the compiler interleaved them, held
+    // One vector of the panel at a time: with two at once, the compiler interleaved them, held
     // 32 columns of B in the 32 registers and spilled (62 against 41 µs for the product above).
-    for half in 0..cols.div_ceil(LANES) {
+    for vector in 0..cols.div_ceil(LANES) {
         // Columns past `cols` read as zeros; their sums are not stored in C.
-        let width = LANES.min(cols - half * LANES);
+        let width = LANES.min(cols - vector * LANES);
         let mut acc = [_mm512_setzero_ps(); R];
         let mut p = 0;
         while p + LANES <= depth {
-            // SAFETY: 16 rows of B from row p, in column `half·16 + i < cols`.
+            // SAFETY: 16 rows of B from row p, in column `vector·16 + i < cols`.
             let columns = std::array::from_fn(|i| match i < width {
-                true => unsafe { _mm512_loadu_ps(column(p, half * LANES + i)) },
+                true => unsafe { _mm512_loadu_ps(column(p, vector * LANES + i)) },
                 false => _mm512_setzero_ps(),
             });
             let rows = transpose_16x16(columns);
@@ -472,9 +484,9 @@ unsafe fn tile_by_columns<const R: usize>(
         }
         // The last rows of a depth that is not a multiple of 16, value by value.
         for p in p..depth {
-            // SAFETY: row p of B, column `half·16 + i < cols`.
+            // SAFETY: row p of B, column `vector·16 + i < cols`.
             let row: [f32; LANES] = std::array::from_fn(|i| match i < width {
-                true => unsafe { *column(p, half * LANES + i) },
+                true => unsafe { *column(p, vector * LANES + i) },
                 false => 0.0,
             });
             // SAFETY: `row` holds 16 values.
@@ -484,8 +496,8 @@ unsafe fn tile_by_columns<const R: usize>(
             }
         }
         for (r, &sum) in acc.iter().enumerate() {
-            // SAFETY: row r of the destination, 16 values from half·16.
-            unsafe { _mm512_storeu_ps(dst.add(r * dst_stride + half * LANES), sum) };
+            // SAFETY: row r of the destination, 16 values from vector·16.
+            unsafe { _mm512_storeu_ps(dst.add(r * dst_stride + vector * LANES), sum) };
         }
     }
 }
@@ -583,8 +595,9 @@ mod tests {
     }
 
     /// The path's claim: sgemm's results bit for bit, on shapes straddling the tile's rows (8,
-    /// then 4, 2, 1; with B read by columns in place, up to 8 at once), the panel's columns (32,
-    /// a narrower last panel, and a C of 1 to 24 columns by B's columns) and sgemm's depth
+    /// then 4, 2, 1; with B read by columns in place, up to 8 at once), the panel's columns (48,
+    /// a narrower last panel of one, two or three vectors, and a C of 1 to 24 columns by B's
+    /// columns) and sgemm's depth
     /// blocks (256), with B row-major, column-major and strided, A row-major or column-major
     /// with a stride past its width or height, and zeros of both signs, infinities, NaN and
     /// subnormals among the values.
@@ -598,7 +611,7 @@ mod tests {
         let mut checked = 0;
         for m in [1, 3, 5, 7, 8, 13, 40] {
             for k in [1, 100, 255, 256, 257, 513, 784] {
-                for n in [1, 10, 16, 24, 32, 33, 47, 64, 100] {
+                for n in [1, 10, 16, 24, 32, 33, 47, 64, 80, 100] {
                     for (layout, a_by_columns) in (0..3).flat_map(|l| [(l, false), (l, true)]) {
                         let mut value = |_| {
                             if rng.random_ratio(1, 50) {
@@ -628,7 +641,7 @@ mod tests {
                             let Some(got) = panels((m, k, n), a, b, pieces) else {
                                 let by_columns = a_by_columns && m <= ROWS;
                                 assert!(
-                                    n < WIDTH || by_columns,
+                                    n < MIN_WIDTH || by_columns,
                                     "({m}, {k}, {n}) layout {layout} declined"
                                 );
                                 continue;
@@ -647,7 +660,7 @@ mod tests {
         // C at least a panel wide: every case with A by rows, and with A by columns past 8 rows.
         // C 1 to 24 wide: only B by columns (layout 1, and not at k = 1, where its strides are
         // both 1) with up to 8 rows, A by rows.
-        assert_eq!(checked, (7 + 2) * 7 * 5 * 3 * 2 + 5 * 6 * 4 * 2);
+        assert_eq!(checked, (7 + 2) * 7 * 6 * 3 * 2 + 5 * 6 * 4 * 2);
     }
 
     /// A vector times a matrix by rows, in strips: more columns than one strip holds, the
