@@ -3,9 +3,15 @@
 and, where PyTorch is installed, the same in PyTorch on the same machine in the same run, and
 prints the ratios.
 
-    python3 benches/compare_pytorch.py [--threads N]
+    python3 benches/compare_pytorch.py [--threads N] [--rounds R]
 
 --threads N sets both sides' thread count: PyTorch's intra-op threads and TEENYGRAD_THREADS.
+
+Each row is timed R times (default 5), each time teenygrad's criterion bench of it and then
+PyTorch's, and the ratio of each pair is taken: on a shared machine whose speed drifts from one
+minute to the next, a ratio of two figures taken minutes apart says more about the drift than
+about either library. The row shows the medians of both sides' times and of the ratios, and the
+lowest and highest ratio.
 
 Not part of `cargo test`. Without PyTorch it prints teenygrad's figures and says PyTorch was
 skipped.
@@ -30,27 +36,22 @@ INFERENCE = [
 UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def teenygrad_times(threads):
-    """Runs the criterion bench and returns {bench name: median seconds}."""
-    command = ["cargo", "bench", "--bench", "mlp_step"]
+def teenygrad_time(name, threads):
+    """Runs the criterion bench `name` and returns its median in seconds."""
+    command = ["cargo", "bench", "--bench", "mlp_step", "--", name, "--exact"]
     env = dict(os.environ, TEENYGRAD_THREADS=str(threads))
     out = subprocess.run(
-        command + ["--", "--warm-up-time", "1", "--measurement-time", "3"],
+        command + ["--warm-up-time", "1", "--measurement-time", "2"],
         check=True,
         capture_output=True,
         text=True,
         env=env,
     ).stdout
-    times = {}
-    name = None
     for line in out.splitlines():
-        if line.startswith("mlp "):
-            name = line.split("  ")[0].strip()
         match = re.search(r"time:\s+\[\S+ \S+ (\S+) (\S+) \S+ \S+\]", line)
-        if match and name:
-            times[name] = float(match.group(1)) * UNITS[match.group(2)]
-            name = None
-    return times
+        if match:
+            return float(match.group(1)) * UNITS[match.group(2)]
+    return None
 
 
 def torch_model(sizes, threads):
@@ -67,11 +68,11 @@ def torch_model(sizes, threads):
 
 
 def median_time(run):
-    """The median over 7 rounds of 0.3 s of the time per call, after 50 calls to warm up."""
+    """The median over 5 rounds of 0.3 s of the time per call, after 50 calls to warm up."""
     for _ in range(50):
         run()
     runs = []
-    for _ in range(7):
+    for _ in range(5):
         n = 0
         start = time.perf_counter()
         while time.perf_counter() - start < 0.3:
@@ -110,25 +111,42 @@ def torch_inference_time(sizes, batch, threads):
     return median_time(forward)
 
 
-def print_rows(title, rows, suffix, ours, torch_time):
-    print(f"{title:<32}{'teenygrad':>12}{'pytorch':>12}{'ratio':>8}")
+def median(values):
+    return sorted(values)[len(values) // 2]
+
+
+def print_rows(title, rows, suffix, threads, rounds, torch_time):
+    print(f"{title:<28}{'teenygrad':>12}{'pytorch':>12}{'ratio':>8}{'range':>14}", flush=True)
     for name, sizes, batch in rows:
-        mine = ours.get(f"{name} {suffix}")
-        if mine is None:
-            print(f"{name}: no teenygrad figure in the bench output", file=sys.stderr)
+        bench = f"{name} {suffix}"
+        ours, theirs = [], []
+        for _ in range(rounds):
+            mine = teenygrad_time(bench, threads)
+            if mine is None:
+                break
+            ours.append(mine)
+            if torch_time:
+                theirs.append(torch_time(sizes, batch))
+        if not ours:
+            print(f"{bench}: no teenygrad figure in the bench output", file=sys.stderr)
             continue
-        if torch_time:
-            theirs = torch_time(sizes, batch)
-            print(f"{name:<32}{mine * 1e6:>10.1f}µs{theirs * 1e6:>10.1f}µs{mine / theirs:>8.2f}")
+        if theirs:
+            ratios = [a / b for a, b in zip(ours, theirs)]
+            spread = f"{min(ratios):.2f}–{max(ratios):.2f}"
+            print(
+                f"{name:<28}{median(ours) * 1e6:>10.1f}µs{median(theirs) * 1e6:>10.1f}µs"
+                f"{median(ratios):>8.2f}{spread:>14}",
+                flush=True,
+            )
         else:
-            print(f"{name:<32}{mine * 1e6:>10.1f}µs{'-':>12}{'-':>8}")
+            print(f"{name:<28}{median(ours) * 1e6:>10.1f}µs{'-':>12}{'-':>8}", flush=True)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=1, help="threads for both (default 1)")
+    parser.add_argument("--rounds", type=int, default=5, help="pairs of timings per row (default 5)")
     args = parser.parse_args()
-    ours = teenygrad_times(args.threads)
     try:
         import torch  # noqa: F401
 
@@ -136,11 +154,11 @@ def main():
     except ImportError:
         have_torch = False
         print("PyTorch is not installed: showing teenygrad's figures only.", file=sys.stderr)
-    threads = args.threads
+    threads, rounds = args.threads, max(args.rounds, 1)
     step = have_torch and (lambda sizes, batch: torch_step_time(sizes, batch, threads))
     forward = have_torch and (lambda sizes, batch: torch_inference_time(sizes, batch, threads))
-    print_rows("train step", STEPS, "train step", ours, step)
-    print_rows("inference", INFERENCE, "inference", ours, forward)
+    print_rows("train step", STEPS, "train step", threads, rounds, step)
+    print_rows("inference", INFERENCE, "inference", threads, rounds, forward)
 
 
 if __name__ == "__main__":
