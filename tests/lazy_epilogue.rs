@@ -1,6 +1,6 @@
-//! A product's epilogue: a bias row added to a matrix product, relu after it, or both, run as
-//! part of the product when the product's only reader is that kernel (a `Linear` layer's
-//! `x·Wᵀ + b`, then relu). It must give, bit for bit, what the unfused kernels give on every path
+//! A product's epilogue: a bias row added to a matrix product, relu after it, or both, or relu's
+//! gradient mask `p · (0 < y)`, run as part of the product when the product's only reader is
+//! that kernel (a `Linear` layer's `x·Wᵀ + b`, then relu; its gradient through the next layer). It must give, bit for bit, what the unfused kernels give on every path
 //! the product can take (the direct tile, read in place or transposed, packed panels of B, sgemm
 //! on one thread or split between threads, batched), with NaN, infinities and signed zeros in the
 //! values, and it must run as one kernel where it applies and leave every other graph as it was.
@@ -129,6 +129,71 @@ fn every_product_path_gives_the_unfused_bits() {
             let bias = buffer(&[1, n], seed + 2000, special);
             check(&format!("{name} (special {special})"), &a, &b, &bias);
         }
+    }
+}
+
+/// Relu's gradient mask after a product, `p · (s < y)` or `(s < y) · p` with `s` one value and
+/// `y` a matrix of the product's shape: one kernel, the unfused bits, on the product's paths,
+/// with NaN, infinities and signed zeros in `p` and in `y`, `y` read at an offset, and an output
+/// large enough to be split between threads.
+#[test]
+fn relus_gradient_mask_runs_with_the_product() {
+    type Mask = fn(&LazyBuffer, &LazyBuffer) -> LazyBuffer;
+    let forms: [(&str, Mask); 2] = [("p · m", |p, m| p.mul(m)), ("m · p", |p, m| m.mul(p))];
+    let cases: &[(&str, [usize; 3])] = &[
+        ("direct tile", [32, 10, 128]),
+        ("packed panels", [128, 256, 100]),
+        ("sgemm, narrow", [40, 300, 5]),
+        ("output split between threads", [128, 40, 300]),
+    ];
+    for (seed, &(name, [m, k, n])) in cases.iter().enumerate() {
+        for special in [false, true] {
+            let seed = 10 * seed as u64 + u64::from(special);
+            let a = buffer(&[m, k], seed, special);
+            let b = buffer(&[k, n], seed + 1, special);
+            // `y` as rows 1..m + 1 of a taller matrix: read at an offset.
+            let y = buffer(&[m + 1, n], seed + 2, special).shrink(&[(1, m + 1), (0, n)]);
+            for (s_name, s) in [("zero", 0.0), ("a quarter", 0.25)] {
+                let mask = LazyBuffer::full(&[m, n], s).binary(BinaryOp::CmpLt, &y);
+                for (form_name, form) in forms {
+                    let case = format!("{name} (special {special}), s {s_name}, {form_name}");
+                    let before = stats::get().kernels;
+                    let got = form(&a.matmul(&b), &mask).to_vec();
+                    assert_eq!(stats::get().kernels - before, 1, "{case}: one kernel");
+                    let p = a.matmul(&b);
+                    p.realize();
+                    let want = form(&p, &mask).to_vec();
+                    assert_eq!(bits(&got), bits(&want), "{case}");
+                }
+            }
+        }
+    }
+}
+
+/// A mask whose matrix is not the product's shape in full (a row broadcast), or whose compared
+/// value is not one value, is no epilogue: the product runs apart, to the same values.
+#[test]
+fn other_masks_keep_the_product_apart() {
+    let a = buffer(&[16, 24], 1, true);
+    let b = buffer(&[24, 40], 2, true);
+    let row = buffer(&[1, 40], 3, true).expand(&[16, 40]);
+    let full = buffer(&[16, 40], 4, true);
+    let zero = LazyBuffer::full(&[16, 40], 0.0);
+    let masks = [
+        ("a row broadcast", zero.binary(BinaryOp::CmpLt, &row)),
+        ("a matrix compared", full.binary(BinaryOp::CmpLt, &row)),
+        ("compared the other way", full.binary(BinaryOp::CmpLt, &zero)),
+    ];
+    for (name, mask) in masks {
+        let before = stats::get().kernels;
+        let got = a.matmul(&b).mul(&mask).to_vec();
+        assert!(
+            stats::get().kernels - before >= 2,
+            "{name}: the product ran apart"
+        );
+        let p = a.matmul(&b);
+        p.realize();
+        assert_eq!(bits(&got), bits(&p.mul(&mask).to_vec()), "{name}");
     }
 }
 

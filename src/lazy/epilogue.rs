@@ -1,5 +1,6 @@
-//! A matrix product's epilogue: a bias row added and/or relu, applied to the product's output in
-//! place, while it is still in cache, instead of in a kernel of its own.
+//! A matrix product's epilogue: a bias row added and/or relu, or relu's gradient mask, applied
+//! to the product's output in place, while it is still in cache, instead of in a kernel of its
+//! own.
 //!
 //! A `Linear` layer's forward pass is `x·Wᵀ + b`, usually followed by relu. Unfused, the product
 //! writes a buffer that its only reader, the `[Add Relu]` kernel, reads back into another one.
@@ -9,21 +10,37 @@
 //! against 44.5 µs unfused, the epilogues themselves taking about 0.4 µs of it. On the
 //! 784→512→256→10 step the difference was below the run-to-run spread.
 //!
+//! In the backward pass, the gradient reaching a relu's input is `g · (0 < y)`, `y` the relu's
+//! output and `g` the product that carries the gradient back through the next layer: the same
+//! pattern, with a matrix of the product's shape instead of a bias row.
+//!
 //! Every value is computed by the same instructions on the same operands, in the same order, as
-//! the kernel would have used (`execute`, which every kernel path agrees with bit for bit), so
-//! whether a product takes its epilogue changes no value.
+//! the kernel would have used (`execute`, which every kernel path agrees with bit for bit; for
+//! the mask, the scalar operations `execute` runs for it), so whether a product takes its
+//! epilogue changes no value.
 
 use super::kernel::{BLOCK, Instr, as_uninit, execute};
-use super::ops::{BinaryOp, UnaryOp};
+use super::ops::{BinaryOp, UnaryOp, binary_f32};
 use super::parallel;
 use super::replay::{KernelPlan, Source};
 use super::view::View;
 
-/// What follows a product: `relu(p + b)`, `p + b` (or `b + p`), or `relu(p)`.
+/// What follows a product: `relu(p + b)`, `p + b` (or `b + p`), `relu(p)`, or `p · (s < y)`
+/// (or `(s < y) · p`, the same bits: the mask is never NaN, so the product's NaN comes out either
+/// way).
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Epilogue {
     pub(super) bias: Option<Bias>,
     relu: bool,
+    mask: Option<Mask>,
+}
+
+/// `p · (s < y)`: `s` one value broadcast over the product, `y` a matrix of the product's shape,
+/// row-major; each given as where its buffer comes from and its first element in it.
+#[derive(Clone, Debug, PartialEq)]
+struct Mask {
+    scalar: (Source, usize),
+    matrix: (Source, usize),
 }
 
 /// A row of `n` values added to every row of the product.
@@ -76,43 +93,121 @@ impl Epilogue {
             (2, [Instr::Binary(BinaryOp::Add, x, y), Instr::Unary(UnaryOp::Relu, 2)]) => {
                 (Some(add(*x, *y)?), true)
             }
+            (
+                3,
+                [
+                    Instr::Binary(BinaryOp::CmpLt, s, y),
+                    Instr::Binary(BinaryOp::Mul, x, z),
+                ],
+            ) => {
+                // The mask is register 3, the comparison's result.
+                if !matches!((*x, *z), (a, 3) | (3, a) if a == p) {
+                    return None;
+                }
+                let mask = Mask {
+                    scalar: Self::scalar(plan, *s, product)?,
+                    matrix: Self::matrix(plan, *y, product, &whole)?,
+                };
+                return Some(Epilogue {
+                    bias: None,
+                    relu: false,
+                    mask: Some(mask),
+                });
+            }
             _ => return None,
         };
-        Some(Epilogue { bias, relu })
+        Some(Epilogue {
+            bias,
+            relu,
+            mask: None,
+        })
+    }
+
+    /// Leaf `s` as one value read everywhere, if it is one (and not the product).
+    fn scalar(plan: &KernelPlan, s: usize, product: usize) -> Option<(Source, usize)> {
+        let (source, view) = plan.leaves.get(s)?;
+        let everywhere = view.mask().is_none() && view.strides().iter().all(|&stride| stride == 0);
+        let other = *source != Source::One && *source != Source::Node(product);
+        (everywhere && other).then(|| (source.clone(), view.offset() as usize))
+    }
+
+    /// Leaf `y` as a row-major matrix of the product's shape, if it is one (and not the product).
+    fn matrix(plan: &KernelPlan, y: usize, product: usize, whole: &View) -> Option<(Source, usize)> {
+        let (source, view) = plan.leaves.get(y)?;
+        let row_major =
+            view.mask().is_none() && view.shape() == whole.shape() && view.has_contiguous_strides();
+        let other = *source != Source::One && *source != Source::Node(product);
+        (row_major && other).then(|| (source.clone(), view.offset() as usize))
+    }
+
+    /// Where the operands it reads besides the product come from, in the order
+    /// [`apply`](Epilogue::apply) takes them: the bias row, or the mask's value and matrix.
+    pub(super) fn sources(&self) -> Vec<&Source> {
+        match (&self.bias, &self.mask) {
+            (Some(b), _) => vec![&b.source],
+            (None, Some(m)) => vec![&m.scalar.0, &m.matrix.0],
+            (None, None) => Vec::new(),
+        }
     }
 
     /// Instructions it replaces, for the statistics.
     pub(super) fn ops(&self) -> usize {
-        usize::from(self.bias.is_some()) + usize::from(self.relu)
+        usize::from(self.bias.is_some()) + usize::from(self.relu) + 2 * usize::from(self.mask.is_some())
     }
 
     /// A name for the trace.
     pub(super) fn describe(&self) -> &'static str {
-        match (&self.bias, self.relu) {
-            (Some(_), true) => "[Add Relu]",
-            (Some(_), false) => "[Add]",
+        match (&self.bias, self.relu, &self.mask) {
+            (_, _, Some(_)) => "[CmpLt Mul]",
+            (Some(_), true, _) => "[Add Relu]",
+            (Some(_), false, _) => "[Add]",
             _ => "[Relu]",
         }
     }
 
-    /// Applies the epilogue to `out`, rows of `n` values; `bias` is the bias row (`n` values) if
-    /// there is one. Large outputs are split between threads by rows.
-    pub(super) fn apply(&self, bias: Option<&[f32]>, out: &mut [f32], n: usize) {
-        assert_eq!(
-            bias.is_some(),
-            self.bias.is_some(),
-            "a bias row is given exactly when added"
-        );
+    /// Applies the epilogue to `out`, rows of `n` values; `buffers` are the buffers of
+    /// [`sources`](Epilogue::sources), in order. Large outputs are split between threads by rows.
+    ///
+    /// # Panics
+    /// If a buffer is missing or shorter than the epilogue reads (an internal error).
+    pub(super) fn apply(&self, buffers: &[&[f32]], out: &mut [f32], n: usize) {
+        assert_eq!(buffers.len(), self.sources().len(), "one buffer per source");
         if n == 0 || out.is_empty() {
             return;
         }
+        let (bias, mask) = match (&self.bias, &self.mask) {
+            (Some(b), _) => (Some(&buffers[0][b.offset..][..n]), None),
+            (None, Some(m)) => {
+                let scalar = buffers[0][m.scalar.1];
+                (None, Some((scalar, &buffers[1][m.matrix.1..][..out.len()])))
+            }
+            (None, None) => (None, None),
+        };
         let chunk = super::kernel::PARALLEL_CHUNK;
         if out.len() < 2 * chunk || parallel::threads() == 1 {
-            return self.apply_rows(bias, out, n);
+            return match mask {
+                Some((scalar, matrix)) => Self::apply_mask(scalar, matrix, out),
+                None => self.apply_rows(bias, out, n),
+            };
         }
         let rows = out.len().div_ceil(4 * parallel::threads()).max(chunk).div_ceil(n);
         let mut parts: Vec<&mut [f32]> = out.chunks_mut(rows * n).collect();
-        parallel::for_each_mut(&mut parts, &|_, part| self.apply_rows(bias, part, n));
+        parallel::for_each_mut(&mut parts, &|i, part| match mask {
+            Some((scalar, matrix)) => {
+                let start = i * rows * n;
+                Self::apply_mask(scalar, &matrix[start..start + part.len()], part)
+            }
+            None => self.apply_rows(bias, part, n),
+        });
+    }
+
+    /// `out · (scalar < matrix)` in place, by the scalar operations every kernel path agrees
+    /// with. (Through `execute`, two instructions a block at a time, it took longer on
+    /// `[32, 128]` than the kernel it replaces.)
+    fn apply_mask(scalar: f32, matrix: &[f32], out: &mut [f32]) {
+        for (v, &y) in out.iter_mut().zip(matrix) {
+            *v = binary_f32(BinaryOp::Mul, *v, binary_f32(BinaryOp::CmpLt, scalar, y));
+        }
     }
 
     /// [`Epilogue::apply`] on one thread, in pieces of at most a block: whole rows, or parts of

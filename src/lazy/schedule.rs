@@ -180,12 +180,7 @@ fn run_kernel(node: &Node, kernel: FusedKernel) {
 
 /// Runs `a · b` (both realized) for `node`, then `epilogue` on it if given (with its bias
 /// row's buffer), records it, and stores the result.
-fn run_matmul(
-    node: &Node,
-    a: &LazyBuffer,
-    b: &LazyBuffer,
-    epilogue: Option<(&Epilogue, Option<Arc<Storage>>)>,
-) {
+fn run_matmul(node: &Node, a: &LazyBuffer, b: &LazyBuffer, epilogue: Option<(&Epilogue, Vec<Arc<Storage>>)>) {
     let trace = stats::tracing().then(|| {
         let what = format!("matmul {:?} x {:?}", a.shape(), b.shape());
         (what, Instant::now())
@@ -194,10 +189,10 @@ fn run_matmul(
     let (bb, bv) = operand(b);
     let (mut out, path) = matmul::run(&ab, &av, &bb, &bv);
     let mut ops = 1;
-    if let Some((epilogue, bias_buf)) = &epilogue {
+    if let Some((epilogue, buffers)) = &epilogue {
         let n = node.shape.last().copied().unwrap_or(1);
-        let bias = (epilogue.bias.as_ref().zip(bias_buf.as_deref())).map(|(b, buf)| &buf[b.offset..][..n]);
-        epilogue.apply(bias, &mut out, n);
+        let buffers: Vec<&[f32]> = buffers.iter().map(|b| &b[..]).collect();
+        epilogue.apply(&buffers, &mut out, n);
         ops += epilogue.ops();
     }
     let trace = trace.map(|(what, started)| {
@@ -449,8 +444,8 @@ impl Graph {
             unreachable!("a product step on {:?}", self.ops[p])
         };
         let epilogue = epilogue.map(|e| {
-            let bias = (e.bias.as_ref()).map(|b| b.source.buffer(&self.nodes, externals));
-            (e, bias)
+            let buffers = e.sources().into_iter();
+            (e, buffers.map(|s| s.buffer(&self.nodes, externals)).collect())
         });
         run_matmul(&self.nodes[into], a, b, epilogue);
     }
