@@ -1,7 +1,8 @@
 //! Batched matrix product on `matrixmultiply::sgemm`, reading both operands through their views'
 //! strides (so a transposed operand costs no copy). Small products with a short inner dimension
-//! skip sgemm's packing (see [`small_gemm`]), and deeper ones whose A is read by rows copy only
-//! B, a panel at a time (see [`super::panel_gemm`]); both with the same results.
+//! skip sgemm's packing (see [`small_gemm`]), and deeper ones with A's rows or columns
+//! contiguous and A small enough copy only B, a panel at a time (see [`super::panel_gemm`]); a
+//! C narrower than a panel runs there as its transpose. All with sgemm's results, bit for bit.
 
 use super::panel_gemm::Product;
 use super::small_gemm::{self, Matrix};
