@@ -35,6 +35,9 @@ pub(super) struct Epilogue {
     mask: Option<Mask>,
 }
 
+/// The most operands an epilogue reads besides the product.
+pub(super) const MAX_SOURCES: usize = 2;
+
 /// `p · (s < y)`: `s` one value broadcast over the product, `y` a matrix of the product's shape,
 /// row-major; each given as where its buffer comes from and its first element in it.
 #[derive(Clone, Debug, PartialEq)]
@@ -140,14 +143,12 @@ impl Epilogue {
         (row_major && other).then(|| (source.clone(), view.offset() as usize))
     }
 
-    /// Where the operands it reads besides the product come from, in the order
-    /// [`apply`](Epilogue::apply) takes them: the bias row, or the mask's value and matrix.
-    pub(super) fn sources(&self) -> Vec<&Source> {
-        match (&self.bias, &self.mask) {
-            (Some(b), _) => vec![&b.source],
-            (None, Some(m)) => vec![&m.scalar.0, &m.matrix.0],
-            (None, None) => Vec::new(),
-        }
+    /// Where the operands it reads besides the product come from (at most [`MAX_SOURCES`]), in
+    /// the order [`apply`](Epilogue::apply) takes them: the bias row, or the mask's value and
+    /// matrix.
+    pub(super) fn sources(&self) -> impl Iterator<Item = &Source> {
+        let mask = self.mask.iter().flat_map(|m| [&m.scalar.0, &m.matrix.0]);
+        self.bias.iter().map(|b| &b.source).chain(mask)
     }
 
     /// Instructions it replaces, for the statistics.
@@ -171,7 +172,7 @@ impl Epilogue {
     /// # Panics
     /// If a buffer is missing or shorter than the epilogue reads (an internal error).
     pub(super) fn apply(&self, buffers: &[&[f32]], out: &mut [f32], n: usize) {
-        assert_eq!(buffers.len(), self.sources().len(), "one buffer per source");
+        assert_eq!(buffers.len(), self.sources().count(), "one buffer per source");
         if n == 0 || out.is_empty() {
             return;
         }

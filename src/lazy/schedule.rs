@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::axes::AxisVec;
-use super::epilogue::Epilogue;
+use super::epilogue::{self, Epilogue};
 use super::fast_hash::{FastMap, FastSet};
 use super::kernel::{FusedKernel, Instr, Leaf, Program, execute, fill_output, line_aligned_blocks, operands};
 use super::node::{Node, Op};
@@ -178,9 +178,13 @@ fn run_kernel(node: &Node, kernel: FusedKernel) {
     record(node, output, ops, trace);
 }
 
-/// Runs `a · b` (both realized) for `node`, then `epilogue` on it if given (with its bias
-/// row's buffer), records it, and stores the result.
-fn run_matmul(node: &Node, a: &LazyBuffer, b: &LazyBuffer, epilogue: Option<(&Epilogue, Vec<Arc<Storage>>)>) {
+/// The buffers an epilogue reads, in the order of [`Epilogue::sources`] (a fixed array: this
+/// runs for every product, and a `Vec` cost allocations).
+type EpilogueBuffers = [Option<Arc<Storage>>; epilogue::MAX_SOURCES];
+
+/// Runs `a · b` (both realized) for `node`, then `epilogue` on it if given (with the buffers it
+/// reads), records it, and stores the result.
+fn run_matmul(node: &Node, a: &LazyBuffer, b: &LazyBuffer, epilogue: Option<(&Epilogue, EpilogueBuffers)>) {
     let trace = stats::tracing().then(|| {
         let what = format!("matmul {:?} x {:?}", a.shape(), b.shape());
         (what, Instant::now())
@@ -191,8 +195,10 @@ fn run_matmul(node: &Node, a: &LazyBuffer, b: &LazyBuffer, epilogue: Option<(&Ep
     let mut ops = 1;
     if let Some((epilogue, buffers)) = &epilogue {
         let n = node.shape.last().copied().unwrap_or(1);
-        let buffers: Vec<&[f32]> = buffers.iter().map(|b| &b[..]).collect();
-        epilogue.apply(&buffers, &mut out, n);
+        let values = buffers
+            .each_ref()
+            .map(|b| b.as_deref().map_or(&[][..], |b| &b[..]));
+        epilogue.apply(&values[..epilogue.sources().count()], &mut out, n);
         ops += epilogue.ops();
     }
     let trace = trace.map(|(what, started)| {
@@ -444,8 +450,11 @@ impl Graph {
             unreachable!("a product step on {:?}", self.ops[p])
         };
         let epilogue = epilogue.map(|e| {
-            let buffers = e.sources().into_iter();
-            (e, buffers.map(|s| s.buffer(&self.nodes, externals)).collect())
+            let mut buffers = EpilogueBuffers::default();
+            for (buffer, source) in buffers.iter_mut().zip(e.sources()) {
+                *buffer = Some(source.buffer(&self.nodes, externals));
+            }
+            (e, buffers)
         });
         run_matmul(&self.nodes[into], a, b, epilogue);
     }
