@@ -76,8 +76,8 @@ impl Product {
     pub(super) const MIN_WIDTH: usize = MIN_WIDTH;
 
     /// The product, if this path takes it: the CPU has AVX-512, A's rows or columns are
-    /// contiguous, C is at least one panel wide (or any width, with at most one tile of rows and
-    /// B read by columns), and A has at most [`MAX_A`] values. A column-major A (a weight
+    /// contiguous, C is at least [`MIN_WIDTH`] wide (or any width, with at most one tile of rows
+    /// and B read by columns), and A has at most [`MAX_A`] values. A column-major A (a weight
     /// gradient's `dYᵀ`) is read eight rows at a time from each column, as it lies: `[256, 128]
     /// x [128, 512]` took 353 µs here against sgemm's 400 (medians of 6 runs, one thread). Only
     /// with more than one tile of rows: [`tile_by_columns`], for fewer, reads A's rows as
