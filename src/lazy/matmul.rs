@@ -165,8 +165,12 @@ unsafe fn run_panels(product: &Product, macs: usize, c: *mut f32) {
 unsafe fn share_panels(product: &Product, macs: usize, c: *mut f32) {
     let panels = product.panels();
     let large = macs >= PARALLEL_MACS || product.streams_b().is_some_and(|len| len >= PARALLEL_B);
-    let tasks = match large {
-        true => super::parallel::threads().min(panels),
+    let threads = super::parallel::threads();
+    let tasks = match large && threads > 1 {
+        // One panel per task, claimed as threads come free: ranges fixed in advance left one
+        // thread waiting on the other (a C of 11 panels, one of them narrower, split 5 and 6).
+        true if product.streams_b().is_none() => panels,
+        true => threads.min(panels),
         false => 1,
     };
     if tasks == 1 {
