@@ -57,6 +57,12 @@ pub(super) struct Bias {
     first: bool,
 }
 
+/// True if a leaf from `source` can be an operand of an epilogue on node `product`: not the
+/// product itself, nor the padding mask's constant.
+fn is_operand(source: &Source, product: usize) -> bool {
+    *source != Source::One && *source != Source::Node(product)
+}
+
 impl Epilogue {
     /// The epilogue that `plan` (the plan of the only kernel reading node `product`) computes, if
     /// it is one: its leaves are the product, read row-major in full, and at most a bias row
@@ -78,7 +84,7 @@ impl Epilogue {
             let moves = |d: usize| strides[d] != 0 && shape[d] > 1;
             let row =
                 view.mask().is_none() && (strides[last] == 1 || shape[last] == 1) && !(0..last).any(moves);
-            let other = *source != Source::One && *source != Source::Node(product);
+            let other = is_operand(source, product);
             (row && other).then(|| Bias {
                 source: source.clone(),
                 offset: view.offset() as usize,
@@ -130,7 +136,7 @@ impl Epilogue {
     fn scalar(plan: &KernelPlan, s: usize, product: usize) -> Option<(Source, usize)> {
         let (source, view) = plan.leaves.get(s)?;
         let everywhere = view.mask().is_none() && view.strides().iter().all(|&stride| stride == 0);
-        let other = *source != Source::One && *source != Source::Node(product);
+        let other = is_operand(source, product);
         (everywhere && other).then(|| (source.clone(), view.offset() as usize))
     }
 
@@ -139,7 +145,7 @@ impl Epilogue {
         let (source, view) = plan.leaves.get(y)?;
         let row_major =
             view.mask().is_none() && view.shape() == whole.shape() && view.has_contiguous_strides();
-        let other = *source != Source::One && *source != Source::Node(product);
+        let other = is_operand(source, product);
         (row_major && other).then(|| (source.clone(), view.offset() as usize))
     }
 
