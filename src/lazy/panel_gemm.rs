@@ -249,6 +249,9 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
                     left => (1 << left.ilog2()).min(4),
                 };
                 let (a_tile, c_tile) = (product.a_at(i0, p0), c.wrapping_add(i0 * n + j0));
+                if i0 + 2 * ROWS <= m {
+                    prefetch_tile(c_tile.wrapping_add(ROWS * n), n, cols);
+                }
                 let tile = Tile {
                     depth,
                     cols,
@@ -269,6 +272,28 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
                     }
                 }
                 i0 += rows;
+            }
+        }
+    }
+}
+
+/// Asks for the cache lines of a tile of C (ROWS rows of `cols` values, `ldc` apart), the next
+/// tile's while this one is summed. A weight gradient's C (1.6 MB for the 784→512 layer) is
+/// not in L2 when the training step reaches it, and a tile's rows lie kilobytes apart, where the
+/// hardware's prefetchers do not follow. The large training step, one thread, the two builds
+/// alternating in one process: median paired ratio 0.965–0.983 in five runs of 60–100 pairs.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+fn prefetch_tile(c: *const f32, ldc: usize, cols: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for r in 0..ROWS {
+        let row = c.wrapping_add(r * ldc).cast::<i8>();
+        let skew = row.addr() % 64;
+        for line in (0..skew + cols * 4).step_by(64) {
+            // SAFETY: a prefetch reads nothing and cannot fault.
+            unsafe {
+                use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+                _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(line).wrapping_sub(skew));
             }
         }
     }
