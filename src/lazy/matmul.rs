@@ -68,15 +68,19 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
             path = "packed panels of B";
             // SAFETY: as for sgemm below.
             unsafe { run_panels(&product, m.saturating_mul(k).saturating_mul(n), c) };
-        } else if let Some(product) = (n < Product::MIN_WIDTH)
-            .then(|| Product::new((n, k, m), b_matrix.transposed(), a_matrix.transposed()))
+        } else if let Some((product, b_copy)) = (n < Product::MIN_WIDTH)
+            // SAFETY: B lies within its buffer (checked above).
+            .then(|| unsafe { narrow_transposed((m, k, n), a_matrix, b_matrix) })
             .flatten()
         {
             // A narrow C (a matrix times a vector, a classifier's few outputs) as its
             // transpose `Cᵀ = Bᵀ·Aᵀ`, which is wide: sgemm spent 16 lanes of its kernel on one
             // column (3.7 times PyTorch's time), and `[128, 256] x [256, 10]` took 60 µs on it.
             // Each element is the same chain of fused multiply-adds either way.
-            path = "packed panels of Aᵀ (the transposed product)";
+            path = match b_copy {
+                None => "packed panels of Aᵀ (the transposed product)",
+                Some(_) => "packed panels of Aᵀ (the transposed product, Bᵀ copied by rows)",
+            };
             let macs = m.saturating_mul(k).saturating_mul(n);
             if n == 1 {
                 // SAFETY: as for sgemm below; C's m×1 elements are Cᵀ's 1×m.
@@ -100,6 +104,9 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
                     }
                 }
                 super::alloc::keep(transposed);
+            }
+            if let Some(b_copy) = b_copy {
+                super::alloc::keep(b_copy);
             }
         } else {
             // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C
@@ -141,6 +148,49 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
     unsafe { out.set_len(len) };
     (out, path)
 }
+
+/// The transposed product `Cᵀ = Bᵀ·Aᵀ` (`n×k` times `k×m`) on the panels, if they take it,
+/// with the copy of Bᵀ it reads. The panels read an A of one tile of rows (at most eight) only
+/// by rows, so a B of at most eight columns read by rows is first copied into a row-major Bᵀ
+/// (`n·k` values, against the `m·k·n` multiply-adds): on sgemm, `[1024, 256] x [256, 4]` took
+/// 550 µs and `[4096, 128] x [128, 2]` 1.07 ms here (2–4 GFLOP/s).
+///
+/// # Safety
+/// `b` with its strides must address a `k×n` matrix within its allocation.
+unsafe fn narrow_transposed(
+    (m, k, n): (usize, usize, usize),
+    a: Matrix,
+    b: Matrix,
+) -> Option<(Product, Option<Storage>)> {
+    if let Some(product) = Product::new((n, k, m), b.transposed(), a.transposed()) {
+        return Some((product, None));
+    }
+    if b.strides.1 != 1 || m.saturating_mul(k).saturating_mul(n) < COPIED_BT_MIN_MACS {
+        return None;
+    }
+    let len = n * k;
+    let mut copy = super::alloc::output(len);
+    let dst = copy.spare_capacity_mut();
+    for p in 0..k {
+        for j in 0..n {
+            // SAFETY: element (p, j) of B, within it (the caller's promise).
+            dst[j * k + p].write(unsafe { *b.at(p, j).ptr });
+        }
+    }
+    // SAFETY: each of the n·k values was written above.
+    unsafe { copy.set_len(len) };
+    let bt = Matrix {
+        ptr: copy.as_ptr(),
+        strides: (k as isize, 1),
+    };
+    Product::new((n, k, m), bt, a.transposed()).map(|product| (product, Some(copy)))
+}
+
+/// A narrow product with B read by rows copies Bᵀ (see [`narrow_transposed`]) from this many
+/// multiply-adds. Below, sgemm's fixed cost is as small: one thread, alternating, `[8, 8] x [8,
+/// 8]` took 1.6 µs on sgemm and 1.9 through the copy, `[32, 64] x [64, 2]` 1.4 and 1.5; at
+/// `[16, 1000] x [1000, 3]` 39 against 10 µs, `[64, 256] x [256, 4]` 35 against 7.8.
+const COPIED_BT_MIN_MACS: usize = 1 << 13;
 
 /// Runs `product` (of `macs` multiply-adds) into `c`, its panels of columns shared between
 /// threads when it is large. Each panel is computed whole by one thread, so sharing does not
@@ -315,6 +365,9 @@ mod tests {
             (2048, 300, 10), // shared between threads, if there are several
             (31, 40, 10),
             (64, 300, 32),
+            (200, 300, 4),
+            (40, 70, 8),
+            (513, 129, 3),
         ] {
             let mut value = |_| match rng.random_ratio(1, 40) {
                 true => special[rng.random_range(0..special.len())],
@@ -343,9 +396,10 @@ mod tests {
                 let case = format!("[{m}, {k}] x [{k}, {n}], A by rows {a_rows}, B by rows {b_rows}");
                 assert!(same, "{case}, by {path}");
                 if small_gemm::avx512() && path != "the direct tile" {
-                    // Bᵀ is read by rows when B is read by columns, or has more than one tile
-                    // of rows (a vector's one row or column is both).
-                    let transposed = m >= 32 && n < 32 && (n == 1 || !b_rows || n > 8);
+                    // Every C narrower than a panel, B by rows or by columns (a B of at most
+                    // eight columns read by rows through a copy of Bᵀ, in a large enough product).
+                    let copied = m * k * n >= COPIED_BT_MIN_MACS;
+                    let transposed = m >= 32 && n < 32 && (n == 1 || !b_rows || n > 8 || copied);
                     assert_eq!(
                         path.starts_with("packed panels of Aᵀ"),
                         transposed,
