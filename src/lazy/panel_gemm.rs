@@ -2,6 +2,7 @@
 //! enough to stay in L2: a training step's forward products, input gradients and the smaller
 //! weight gradients at batch sizes up to a few hundred (`[128, 784] x [784, 512]`,
 //! `[128, 256] x [256, 512]`, `[256, 128] x [128, 512]` with A a transposed batch of gradients).
+//! A larger A runs as products of blocks of its rows (see `matmul`).
 //!
 //! A matrix times a vector runs here too, as its transpose (see `matmul`), and so does a vector
 //! (or up to eight rows) times a matrix, whose panels are read in place, by rows or by columns.
@@ -40,11 +41,11 @@ const MIN_WIDTH: usize = 2 * LANES;
 /// Rows of C per tile: 8 × 3 vectors are 24 accumulators, enough to hide the multiply-adds'
 /// latency, and leave registers for B's three vectors and A's broadcasts.
 const ROWS: usize = 8;
-/// The most values of A taken (512 KiB). Every panel reads all of A, which must stay in L2
-/// (2 MiB per core here) beside what the panels bring in. Measured on one thread against sgemm:
-/// `[128, 784] x [784, 512]` (B transposed) 0.68 against 0.74 ms and `[256, 256] x [256, 256]`
-/// 209 against 229 µs, but `[512, 512] x [512, 512]` 1.90 against 1.76 ms in a criterion run,
-/// and `[1024, 1024] x [1024, 1024]` 18.7 against 14.8 ms.
+/// The most values of A one product takes (512 KiB). Every panel reads all of A, which must
+/// stay in L2 beside what the panels bring in. Taken whole, larger ones lost to sgemm on an
+/// earlier machine (`[512, 512] x [512, 512]` 1.90 against 1.76 ms, `[1024, 1024] x [1024, 1024]`
+/// 18.7 against 14.8); run by blocks of rows of at most this many values, they beat it on this
+/// one (see `matmul::row_blocks`).
 const MAX_A: usize = 1 << 17;
 
 /// A column-major A is copied in tiles (see [`Product::with_a_tiles`]) when it has at least this
@@ -166,6 +167,15 @@ impl Product {
             ptr: self.a.ptr.wrapping_add(offset),
             strides: self.a.strides,
         }
+    }
+
+    /// The rows of each block (the last may have fewer) in which an `m×k` A too large for one
+    /// product (see [`MAX_A`]) runs as products of blocks of rows: as few blocks as fit, of
+    /// nearly equal sizes, each a multiple of the tile's rows. None if a tile's rows do not fit.
+    pub(super) fn block_rows(m: usize, k: usize) -> Option<usize> {
+        let max_rows = MAX_A / k.max(1) / ROWS * ROWS;
+        let blocks = (max_rows > 0).then(|| m.div_ceil(max_rows))?;
+        Some(m.div_ceil(blocks).next_multiple_of(ROWS).min(max_rows))
     }
 
     /// B's number of values, if the product has at most one tile of rows: then each value of B
