@@ -113,6 +113,13 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
             if let Some(b_copy) = b_copy {
                 super::alloc::keep(b_copy);
             }
+        // SAFETY: A lies within its buffer (checked above).
+        } else if let Some((product, a_copy)) = unsafe { few_rows_by_columns((m, k, n), a_matrix, b_matrix) }
+        {
+            path = "packed panels of B, A copied by rows";
+            // SAFETY: as for sgemm below.
+            unsafe { run_panels(&product, m.saturating_mul(k).saturating_mul(n), c) };
+            super::alloc::keep(a_copy);
         } else {
             // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C
             // is wide (a batch of 128 against 512 features) gives them more rows to share, and
@@ -243,20 +250,11 @@ unsafe fn narrow_transposed(
     if let Some(product) = Product::new((n, k, m), b.transposed(), a.transposed()) {
         return Some((product, None));
     }
-    if b.strides.1 != 1 || m.saturating_mul(k).saturating_mul(n) < COPIED_BT_MIN_MACS {
+    if b.strides.1 != 1 || m.saturating_mul(k).saturating_mul(n) < COPY_MIN_MACS {
         return None;
     }
-    let len = n * k;
-    let mut copy = super::alloc::output(len);
-    let dst = copy.spare_capacity_mut();
-    for p in 0..k {
-        for j in 0..n {
-            // SAFETY: element (p, j) of B, within it (the caller's promise).
-            dst[j * k + p].write(unsafe { *b.at(p, j).ptr });
-        }
-    }
-    // SAFETY: each of the n·k values was written above.
-    unsafe { copy.set_len(len) };
+    // SAFETY: Bᵀ lies within B's allocation (the caller's promise).
+    let copy = unsafe { row_major_copy((n, k), b.transposed()) };
     let bt = Matrix {
         ptr: copy.as_ptr(),
         strides: (k as isize, 1),
@@ -264,11 +262,69 @@ unsafe fn narrow_transposed(
     Product::new((n, k, m), bt, a.transposed()).map(|product| (product, Some(copy)))
 }
 
-/// A narrow product with B read by rows copies Bᵀ (see [`narrow_transposed`]) from this many
-/// multiply-adds. Below, sgemm's fixed cost is as small: one thread, alternating, `[8, 8] x [8,
-/// 8]` took 1.6 µs on sgemm and 1.9 through the copy, `[32, 64] x [64, 2]` 1.4 and 1.5; at
-/// `[16, 1000] x [1000, 3]` 39 against 10 µs, `[64, 256] x [256, 4]` 35 against 7.8.
-const COPIED_BT_MIN_MACS: usize = 1 << 13;
+/// The product on the panels from a row-major copy of A, for an A of at most a tile of rows
+/// read by columns (a transposed batch of a few samples), which the panels read only by rows:
+/// on sgemm, `[4, 4096] x [4096, 256]` took 0.7 ms (2 ms with B by columns) and `[3, 3000] x
+/// [3000, 3000]` 10–16 ms here (3–6 GFLOP/s).
+///
+/// # Safety
+/// `a` with its strides must address an `m×k` matrix within its allocation.
+unsafe fn few_rows_by_columns(
+    (m, k, n): (usize, usize, usize),
+    a: Matrix,
+    b: Matrix,
+) -> Option<(Product, Storage)> {
+    let takes =
+        a.strides.0 == 1 && a.strides.1 != 1 && m.saturating_mul(k).saturating_mul(n) >= COPY_MIN_MACS;
+    // Whether the panels take the product once A is row-major (only the layout is looked at).
+    let row_major = Matrix {
+        ptr: a.ptr,
+        strides: (k as isize, 1),
+    };
+    if !takes || Product::new((m, k, n), row_major, b).is_none() {
+        return None;
+    }
+    // SAFETY: as this function's contract says.
+    let copy = unsafe { row_major_copy((m, k), a) };
+    let a = Matrix {
+        ptr: copy.as_ptr(),
+        strides: (k as isize, 1),
+    };
+    Product::new((m, k, n), a, b).map(|product| (product, copy))
+}
+
+/// A `rows×cols` matrix copied into a row-major buffer.
+///
+/// # Safety
+/// `matrix` with its strides must address a `rows×cols` matrix within its allocation.
+unsafe fn row_major_copy((rows, cols): (usize, usize), matrix: Matrix) -> Storage {
+    let len = rows * cols;
+    let mut copy = super::alloc::output(len);
+    let dst = copy.spare_capacity_mut();
+    // Along the source's contiguous axis when it has one (a transposed operand's columns).
+    let by_columns = matrix.strides.0 == 1;
+    for outer in 0..if by_columns { cols } else { rows } {
+        for inner in 0..if by_columns { rows } else { cols } {
+            let (i, j) = if by_columns {
+                (inner, outer)
+            } else {
+                (outer, inner)
+            };
+            // SAFETY: element (i, j) of the matrix, within it (the caller's promise).
+            dst[i * cols + j].write(unsafe { *matrix.at(i, j).ptr });
+        }
+    }
+    // SAFETY: each of the rows·cols values was written above.
+    unsafe { copy.set_len(len) };
+    copy
+}
+
+/// A product copies an operand for the panels (see [`narrow_transposed`] and
+/// [`few_rows_by_columns`]) from this many multiply-adds. Below, sgemm's fixed cost is as
+/// small: one thread, alternating, `[8, 8] x [8, 8]` took 1.6 µs on sgemm and 1.9 through the
+/// copy, `[32, 64] x [64, 2]` 1.4 and 1.5; at `[16, 1000] x [1000, 3]` 39 against 10 µs,
+/// `[64, 256] x [256, 4]` 35 against 7.8.
+const COPY_MIN_MACS: usize = 1 << 13;
 
 /// Runs `product` (of `macs` multiply-adds) into `c`, its panels of columns shared between
 /// threads when it is large. Each panel is computed whole by one thread, so sharing does not
@@ -448,6 +504,41 @@ mod tests {
         }
     }
 
+    /// A product of at most a tile of rows with A by columns (a transposed batch of a few
+    /// samples) runs on the panels from a row-major copy of A: still sgemm's results bit for
+    /// bit, B by rows or by columns, across depth blocks, with special values.
+    #[test]
+    fn few_rows_of_a_by_columns_are_sgemm_bit_for_bit() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let special = [0.0, -0.0, f32::INFINITY, f32::NAN, 1e-40, 3e38];
+        for (m, k, n) in [
+            (4, 300, 256),
+            (3, 600, 40),
+            (8, 200, 700),
+            (1, 513, 33),
+            (2, 900, 5),
+        ] {
+            let mut value = |_| match rng.random_ratio(1, 40) {
+                true => special[rng.random_range(0..special.len())],
+                false => rng.random_range(-2.0f32..2.0),
+            };
+            let a: Vec<f32> = (0..m * k).map(&mut value).collect();
+            let b: Vec<f32> = (0..k * n).map(&mut value).collect();
+            for b_rows in [true, false] {
+                let (got, want, path) = both_ways((m, k, n), (&a, false), (&b, b_rows));
+                let same = (got.iter().zip(&want))
+                    .all(|(x, y)| x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan());
+                let case = format!("[{m}, {k}] x [{k}, {n}], A by columns, B by rows {b_rows}");
+                assert!(same, "{case}, by {path}");
+                // A single row is contiguous both ways; B by rows with fewer than 32 columns
+                // is left to sgemm (the panels take it only by columns).
+                if small_gemm::avx512() && m > 1 && (n >= 32 || !b_rows) {
+                    assert_eq!(path, "packed panels of B, A copied by rows", "{case}");
+                }
+            }
+        }
+    }
+
     /// `a·b` through [`run`] and through sgemm, each operand laid out by rows or by columns, and
     /// the path `run` took.
     fn both_ways(
@@ -515,7 +606,7 @@ mod tests {
                 if small_gemm::avx512() && path != "the direct tile" {
                     // Every C narrower than a panel, B by rows or by columns (a B of at most
                     // eight columns read by rows through a copy of Bᵀ, in a large enough product).
-                    let copied = m * k * n >= COPIED_BT_MIN_MACS;
+                    let copied = m * k * n >= COPY_MIN_MACS;
                     let transposed = m >= 32 && n < 32 && (n == 1 || !b_rows || n > 8 || copied);
                     assert_eq!(
                         path.starts_with("packed panels of Aᵀ"),
