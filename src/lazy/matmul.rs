@@ -120,6 +120,13 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
             // SAFETY: as for sgemm below.
             unsafe { run_panels(&product, m.saturating_mul(k).saturating_mul(n), c) };
             super::alloc::keep(a_copy);
+        } else if let Some(product) = (m.max(n) < Product::MIN_WIDTH && m * k * n >= COPY_MIN_MACS)
+            .then(|| Product::any_width((m, k, n), a_matrix, b_matrix))
+            .flatten()
+        {
+            path = "packed panels of B, narrow";
+            // SAFETY: as for sgemm below.
+            unsafe { run_panels(&product, m * k * n, c) };
         } else {
             // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C
             // is wide (a batch of 128 against 512 features) gives them more rows to share, and
@@ -250,7 +257,13 @@ unsafe fn narrow_transposed(
     if let Some(product) = Product::new((n, k, m), b.transposed(), a.transposed()) {
         return Some((product, None));
     }
-    if b.strides.1 != 1 || m.saturating_mul(k).saturating_mul(n) < COPY_MIN_MACS {
+    let takes = b.strides.1 == 1 && m.saturating_mul(k).saturating_mul(n) >= COPY_MIN_MACS;
+    // Whether the panels take the product once Bᵀ is row-major (only the layout is looked at).
+    let row_major = Matrix {
+        ptr: b.ptr,
+        strides: (k as isize, 1),
+    };
+    if !takes || Product::new((n, k, m), row_major, a.transposed()).is_none() {
         return None;
     }
     // SAFETY: Bᵀ lies within B's allocation (the caller's promise).
@@ -534,6 +547,41 @@ mod tests {
                 // is left to sgemm (the panels take it only by columns).
                 if small_gemm::avx512() && m > 1 && (n >= 32 || !b_rows) {
                     assert_eq!(path, "packed panels of B, A copied by rows", "{case}");
+                }
+            }
+        }
+    }
+
+    /// A product narrow both ways (fewer than a panel's columns and rows) and too deep for the
+    /// direct tile runs on narrow panels: still sgemm's results bit for bit, in every layout,
+    /// across depth blocks, with special values. Only a column-major A of at most a tile of rows
+    /// times a B by rows is left to sgemm.
+    #[test]
+    fn products_narrow_both_ways_are_sgemm_bit_for_bit() {
+        let mut rng = StdRng::seed_from_u64(8);
+        let special = [0.0, -0.0, f32::INFINITY, f32::NAN, 1e-40, 3e38];
+        for (m, k, n) in [
+            (16, 512, 16),
+            (10, 3000, 10),
+            (9, 600, 30),
+            (31, 300, 31),
+            (20, 700, 9),
+            (4, 900, 20),
+        ] {
+            let mut value = |_| match rng.random_ratio(1, 40) {
+                true => special[rng.random_range(0..special.len())],
+                false => rng.random_range(-2.0f32..2.0),
+            };
+            let a: Vec<f32> = (0..m * k).map(&mut value).collect();
+            let b: Vec<f32> = (0..k * n).map(&mut value).collect();
+            for (a_rows, b_rows) in [(true, true), (true, false), (false, true), (false, false)] {
+                let (got, want, path) = both_ways((m, k, n), (&a, a_rows), (&b, b_rows));
+                let same = (got.iter().zip(&want))
+                    .all(|(x, y)| x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan());
+                let case = format!("[{m}, {k}] x [{k}, {n}], A by rows {a_rows}, B by rows {b_rows}");
+                assert!(same, "{case}, by {path}");
+                if small_gemm::avx512() {
+                    assert_eq!(path == "sgemm", !a_rows && m <= 8 && b_rows, "{case}: {path}");
                 }
             }
         }

@@ -84,11 +84,22 @@ impl Product {
     /// with more than one tile of rows: [`tile_by_columns`], for fewer, reads A's rows as
     /// contiguous.
     pub(super) fn new(dims: (usize, usize, usize), a: Matrix, b: Matrix) -> Option<Product> {
+        Self::taking(dims, a, b, false)
+    }
+
+    /// [`Product::new`] for a C of any width: for a product narrow both ways (fewer than
+    /// [`MIN_WIDTH`] rows and columns), which no other path of ours takes, a tile's idle lanes
+    /// cost less than sgemm's packing.
+    pub(super) fn any_width(dims: (usize, usize, usize), a: Matrix, b: Matrix) -> Option<Product> {
+        Self::taking(dims, a, b, true)
+    }
+
+    fn taking(dims: (usize, usize, usize), a: Matrix, b: Matrix, any_width: bool) -> Option<Product> {
         let (m, k, n) = dims;
         // A narrow C over a long B by columns: a `[16, 65536]` matrix times a vector took 0.8 ms
         // on sgemm, against 0.15 for PyTorch.
         let narrow = m <= ROWS && b.strides.0 == 1 && b.strides.1 != 1;
-        let wide_enough = n >= MIN_WIDTH || narrow;
+        let wide_enough = n >= MIN_WIDTH || narrow || any_width;
         let a_contiguous = a.strides.1 == 1 || (a.strides.0 == 1 && m > ROWS);
         let takes = m > 0 && k > 0 && wide_enough && m.saturating_mul(k) <= MAX_A && a_contiguous;
         (takes && avx512()).then_some(Product {
@@ -225,12 +236,14 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
     // Only each block's first `depth` rows are written, and only those are read.
     let mut panel = StackPanel::<{ DEPTH * WIDTH }>::new();
     let panel_ptr = panel.as_mut_ptr();
-    let b_panel = Matrix {
-        ptr: panel_ptr,
-        strides: (WIDTH as isize, 1),
-    };
     for j0 in panels.map(|j| j * WIDTH) {
         let cols = WIDTH.min(n - j0);
+        // A narrower last panel is copied only as wide as the vectors its tiles read.
+        let width = cols.next_multiple_of(LANES);
+        let b_panel = Matrix {
+            ptr: panel_ptr,
+            strides: (width as isize, 1),
+        };
         for p0 in (0..k).step_by(DEPTH) {
             let depth = DEPTH.min(k - p0);
             // With one tile of rows, each value of the panel is read once: a whole panel is
@@ -246,7 +259,7 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
             } else {
                 // SAFETY: rows p0.. and columns j0.. of B lie within it; the panel holds
                 // DEPTH·WIDTH values.
-                unsafe { pack_panel::<true>((depth, cols, WIDTH), b.at(p0, j0), panel_ptr) };
+                unsafe { pack_panel::<true>((depth, cols, width), b.at(p0, j0), panel_ptr) };
                 b_panel
             };
             let first = p0 == 0;
@@ -395,8 +408,9 @@ impl Tile {
     /// value by value.
     ///
     /// # Safety
-    /// `a` addresses `R` rows of `depth` values; `b` addresses `depth` rows of WIDTH values with
-    /// column stride 1 (the packed panel, or B's own rows) or row stride 1 (B's own columns);
+    /// `a` addresses `R` rows of `depth` values; `b` addresses `depth` rows of `cols` values
+    /// rounded up to whole vectors with column stride 1 (the packed panel, or B's own rows) or
+    /// row stride 1 (B's own columns);
     /// `c` is valid for writing `R` rows of `cols` values at row stride `ldc`, already written
     /// unless `first`. The CPU has AVX-512F.
     #[inline(always)]

@@ -267,6 +267,26 @@ pub(super) unsafe fn pack_panel<const AVX512: bool>(
     let panel_row = |p: usize| unsafe { panel.add(p * width) };
     let (rs, cs) = b.strides;
     let mut done_cols = 0;
+    #[cfg(target_arch = "x86_64")]
+    if AVX512 && cs == 1 {
+        // Whole vectors, the columns past `cols` masked off (read as zeros, and never touched in
+        // B): a call to `memcpy` per row, then a loop of zeros, cost more than the product of a
+        // narrow panel (`[10, 10000] x [10000, 10]` 1.5 times sgemm's time).
+        use std::arch::x86_64::{_mm512_maskz_loadu_ps, _mm512_storeu_ps};
+        for p in 0..k {
+            for j in (0..width).step_by(LANES) {
+                let lanes = cols.saturating_sub(j).min(LANES);
+                let mask = ((1u32 << lanes) - 1) as u16;
+                // SAFETY: the lanes loaded are row p's columns j.. below `cols`, within B; the
+                // panel's row has `width` values; the caller's CPU has AVX-512F.
+                unsafe {
+                    let v = _mm512_maskz_loadu_ps(mask, b.at(p, j).ptr);
+                    _mm512_storeu_ps(panel_row(p).add(j), v);
+                }
+            }
+        }
+        return;
+    }
     if cs == 1 {
         for p in 0..k {
             unsafe { std::ptr::copy_nonoverlapping(b.at(p, 0).ptr, panel_row(p), cols) };
