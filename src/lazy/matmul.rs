@@ -120,7 +120,7 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
             // SAFETY: as for sgemm below.
             unsafe { run_panels(&product, m.saturating_mul(k).saturating_mul(n), c) };
             super::alloc::keep(a_copy);
-        } else if let Some(product) = (m.max(n) < Product::MIN_WIDTH && m * k * n >= COPY_MIN_MACS)
+        } else if let Some(product) = (m.max(n) < Product::MIN_WIDTH && m * n * k >= COPY_MIN_MACS)
             .then(|| Product::any_width((m, k, n), a_matrix, b_matrix))
             .flatten()
         {
@@ -333,8 +333,8 @@ unsafe fn row_major_copy((rows, cols): (usize, usize), matrix: Matrix) -> Storag
 }
 
 /// A product copies an operand for the panels (see [`narrow_transposed`] and
-/// [`few_rows_by_columns`]) from this many multiply-adds. Below, sgemm's fixed cost is as
-/// small: one thread, alternating, `[8, 8] x [8, 8]` took 1.6 µs on sgemm and 1.9 through the
+/// [`few_rows_by_columns`]), or runs on narrow panels, from this many multiply-adds. Below,
+/// sgemm's fixed cost is as small: one thread, alternating, `[8, 8] x [8, 8]` took 1.6 µs on sgemm and 1.9 through the
 /// copy, `[32, 64] x [64, 2]` 1.4 and 1.5; at `[16, 1000] x [1000, 3]` 39 against 10 µs,
 /// `[64, 256] x [256, 4]` 35 against 7.8.
 const COPY_MIN_MACS: usize = 1 << 13;
@@ -495,26 +495,10 @@ mod tests {
     /// special values, and shared between threads if there are several.
     #[test]
     fn row_blocks_are_sgemm_bit_for_bit() {
-        let mut rng = StdRng::seed_from_u64(6);
-        let special = [0.0, -0.0, f32::INFINITY, f32::NAN, 1e-40, 3e38];
-        for (m, k, n) in [(1030, 256, 40), (600, 300, 64), (33, 8192, 32), (700, 200, 100)] {
-            let mut value = |_| match rng.random_ratio(1, 40) {
-                true => special[rng.random_range(0..special.len())],
-                false => rng.random_range(-2.0f32..2.0),
-            };
-            let a: Vec<f32> = (0..m * k).map(&mut value).collect();
-            let b: Vec<f32> = (0..k * n).map(&mut value).collect();
-            for (a_rows, b_rows) in [(true, true), (true, false), (false, true), (false, false)] {
-                let (got, want, path) = both_ways((m, k, n), (&a, a_rows), (&b, b_rows));
-                let same = (got.iter().zip(&want))
-                    .all(|(x, y)| x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan());
-                let case = format!("[{m}, {k}] x [{k}, {n}], A by rows {a_rows}, B by rows {b_rows}");
-                assert!(same, "{case}, by {path}");
-                if small_gemm::avx512() {
-                    assert_eq!(path, "packed panels of B, by blocks of rows", "{case}");
-                }
-            }
-        }
+        let shapes = [(1030, 256, 40), (600, 300, 64), (33, 8192, 32), (700, 200, 100)];
+        for_each_layout(6, &shapes, |_, _, path| {
+            path == "packed panels of B, by blocks of rows"
+        });
     }
 
     /// A product of at most a tile of rows with A by columns (a transposed batch of a few
@@ -522,34 +506,19 @@ mod tests {
     /// bit, B by rows or by columns, across depth blocks, with special values.
     #[test]
     fn few_rows_of_a_by_columns_are_sgemm_bit_for_bit() {
-        let mut rng = StdRng::seed_from_u64(7);
-        let special = [0.0, -0.0, f32::INFINITY, f32::NAN, 1e-40, 3e38];
-        for (m, k, n) in [
+        let shapes = [
             (4, 300, 256),
             (3, 600, 40),
             (8, 200, 700),
             (1, 513, 33),
             (2, 900, 5),
-        ] {
-            let mut value = |_| match rng.random_ratio(1, 40) {
-                true => special[rng.random_range(0..special.len())],
-                false => rng.random_range(-2.0f32..2.0),
-            };
-            let a: Vec<f32> = (0..m * k).map(&mut value).collect();
-            let b: Vec<f32> = (0..k * n).map(&mut value).collect();
-            for b_rows in [true, false] {
-                let (got, want, path) = both_ways((m, k, n), (&a, false), (&b, b_rows));
-                let same = (got.iter().zip(&want))
-                    .all(|(x, y)| x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan());
-                let case = format!("[{m}, {k}] x [{k}, {n}], A by columns, B by rows {b_rows}");
-                assert!(same, "{case}, by {path}");
-                // A single row is contiguous both ways; B by rows with fewer than 32 columns
-                // is left to sgemm (the panels take it only by columns).
-                if small_gemm::avx512() && m > 1 && (n >= 32 || !b_rows) {
-                    assert_eq!(path, "packed panels of B, A copied by rows", "{case}");
-                }
-            }
-        }
+        ];
+        for_each_layout(7, &shapes, |(m, _, n), (a_rows, b_rows), path| {
+            // A single row is contiguous both ways; B by rows with fewer than 32 columns is left
+            // to sgemm (the panels take it only by columns).
+            let copied = !a_rows && m > 1 && (n >= 32 || !b_rows);
+            a_rows || m == 1 || copied == (path == "packed panels of B, A copied by rows")
+        });
     }
 
     /// A product narrow both ways (fewer than a panel's columns and rows) and too deep for the
@@ -558,70 +527,27 @@ mod tests {
     /// times a B by rows is left to sgemm.
     #[test]
     fn products_narrow_both_ways_are_sgemm_bit_for_bit() {
-        let mut rng = StdRng::seed_from_u64(8);
-        let special = [0.0, -0.0, f32::INFINITY, f32::NAN, 1e-40, 3e38];
-        for (m, k, n) in [
+        let shapes = [
             (16, 512, 16),
             (10, 3000, 10),
             (9, 600, 30),
             (31, 300, 31),
             (20, 700, 9),
             (4, 900, 20),
-        ] {
-            let mut value = |_| match rng.random_ratio(1, 40) {
-                true => special[rng.random_range(0..special.len())],
-                false => rng.random_range(-2.0f32..2.0),
-            };
-            let a: Vec<f32> = (0..m * k).map(&mut value).collect();
-            let b: Vec<f32> = (0..k * n).map(&mut value).collect();
-            for (a_rows, b_rows) in [(true, true), (true, false), (false, true), (false, false)] {
-                let (got, want, path) = both_ways((m, k, n), (&a, a_rows), (&b, b_rows));
-                let same = (got.iter().zip(&want))
-                    .all(|(x, y)| x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan());
-                let case = format!("[{m}, {k}] x [{k}, {n}], A by rows {a_rows}, B by rows {b_rows}");
-                assert!(same, "{case}, by {path}");
-                if small_gemm::avx512() {
-                    assert_eq!(path == "sgemm", !a_rows && m <= 8 && b_rows, "{case}: {path}");
-                }
-            }
-        }
-    }
-
-    /// `a·b` through [`run`] and through sgemm, each operand laid out by rows or by columns, and
-    /// the path `run` took.
-    fn both_ways(
-        (m, k, n): (usize, usize, usize),
-        (a, a_rows): (&[f32], bool),
-        (b, b_rows): (&[f32], bool),
-    ) -> (Storage, Vec<f32>, &'static str) {
-        let layout = |rows: usize, cols: usize, by_rows: bool| match by_rows {
-            true => (View::contiguous(&[rows, cols]), (cols as isize, 1)),
-            false => (
-                View::contiguous(&[cols, rows]).permute(&[1, 0]),
-                (1, rows as isize),
-            ),
-        };
-        let (a_view, a_strides) = layout(m, k, a_rows);
-        let (b_view, b_strides) = layout(k, n, b_rows);
-        let (got, path) = run(a, &a_view, b, &b_view);
-        let matrix = |values: &[f32], strides| Matrix {
-            ptr: values.as_ptr(),
-            strides,
-        };
-        let want = sgemm((m, k, n), matrix(a, a_strides), matrix(b, b_strides));
-        (got, want, path)
+        ];
+        for_each_layout(8, &shapes, |(m, _, _), (a_rows, b_rows), path| {
+            (path == "sgemm") == (!a_rows && m <= 8 && b_rows)
+        });
     }
 
     /// A narrow product (fewer columns than a panel: a matrix times a vector, a classifier's
-    /// few outputs) runs as its transpose `Cᵀ = Bᵀ·Aᵀ` on packed panels where that is wide and
-    /// the panels take `Bᵀ` as their A: still sgemm's results bit for bit (NaN payloads aside, as
-    /// for the panels), with A and B read by rows or by columns, across depth blocks, with special
-    /// values.
+    /// few outputs) runs as its transpose `Cᵀ = Bᵀ·Aᵀ` on packed panels where that is wide: still
+    /// sgemm's results bit for bit (NaN payloads aside, as for the panels), with A and B read by
+    /// rows or by columns (a B of at most eight columns read by rows through a copy of Bᵀ, in a
+    /// large enough product), across depth blocks, with special values.
     #[test]
     fn narrow_products_are_sgemm_bit_for_bit() {
-        let mut rng = StdRng::seed_from_u64(5);
-        let special = [0.0, -0.0, f32::INFINITY, f32::NAN, 1e-40, 3e38];
-        for (m, k, n) in [
+        let shapes = [
             (32, 1, 1),
             (40, 257, 1),
             (100, 784, 1),
@@ -638,7 +564,26 @@ mod tests {
             (200, 300, 4),
             (40, 70, 8),
             (513, 129, 3),
-        ] {
+        ];
+        for_each_layout(5, &shapes, |(m, k, n), (_, b_rows), path| {
+            let copied = m * k * n >= COPY_MIN_MACS;
+            let transposed = m >= 32 && n < 32 && (n == 1 || !b_rows || n > 8 || copied);
+            path == "the direct tile" || path.starts_with("packed panels of Aᵀ") == transposed
+        });
+    }
+
+    /// For each shape and each layout of A and B (by rows or by columns), seeded values with
+    /// one in 40 special: [`run`]'s result must be sgemm's bit for bit (NaN payloads aside), and,
+    /// on a CPU with AVX-512, `path_ok(dims, (a_rows, b_rows), path)` must hold for the path it
+    /// took.
+    fn for_each_layout(
+        seed: u64,
+        shapes: &[(usize, usize, usize)],
+        path_ok: impl Fn((usize, usize, usize), (bool, bool), &str) -> bool,
+    ) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let special = [0.0, -0.0, f32::INFINITY, f32::NAN, 1e-40, 3e38];
+        for &(m, k, n) in shapes {
             let mut value = |_| match rng.random_ratio(1, 40) {
                 true => special[rng.random_range(0..special.len())],
                 false => rng.random_range(-2.0f32..2.0),
@@ -646,21 +591,27 @@ mod tests {
             let a: Vec<f32> = (0..m * k).map(&mut value).collect();
             let b: Vec<f32> = (0..k * n).map(&mut value).collect();
             for (a_rows, b_rows) in [(true, true), (true, false), (false, true), (false, false)] {
-                let (got, want, path) = both_ways((m, k, n), (&a, a_rows), (&b, b_rows));
+                let layout = |rows: usize, cols: usize, by_rows: bool| match by_rows {
+                    true => (View::contiguous(&[rows, cols]), (cols as isize, 1)),
+                    false => (
+                        View::contiguous(&[cols, rows]).permute(&[1, 0]),
+                        (1, rows as isize),
+                    ),
+                };
+                let (a_view, a_strides) = layout(m, k, a_rows);
+                let (b_view, b_strides) = layout(k, n, b_rows);
+                let (got, path) = run(&a, &a_view, &b, &b_view);
+                let matrix = |values: &[f32], strides| Matrix {
+                    ptr: values.as_ptr(),
+                    strides,
+                };
+                let want = sgemm((m, k, n), matrix(&a, a_strides), matrix(&b, b_strides));
                 let same = (got.iter().zip(&want))
                     .all(|(x, y)| x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan());
                 let case = format!("[{m}, {k}] x [{k}, {n}], A by rows {a_rows}, B by rows {b_rows}");
                 assert!(same, "{case}, by {path}");
-                if small_gemm::avx512() && path != "the direct tile" {
-                    // Every C narrower than a panel, B by rows or by columns (a B of at most
-                    // eight columns read by rows through a copy of Bᵀ, in a large enough product).
-                    let copied = m * k * n >= COPY_MIN_MACS;
-                    let transposed = m >= 32 && n < 32 && (n == 1 || !b_rows || n > 8 || copied);
-                    assert_eq!(
-                        path.starts_with("packed panels of Aᵀ"),
-                        transposed,
-                        "{case}: {path}"
-                    );
+                if small_gemm::avx512() {
+                    assert!(path_ok((m, k, n), (a_rows, b_rows), path), "{case}: {path}");
                 }
             }
         }
