@@ -37,6 +37,7 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
     check_in_bounds(a, a_view);
     check_in_bounds(b, b_view);
     let (ast, bst) = (a_view.strides(), b_view.strides());
+    let macs = m.saturating_mul(k).saturating_mul(n);
     let mut index = vec![0usize; batch_shape.len()];
     // Every batch has the same sizes and strides, so takes the same path.
     let mut path = "sgemm";
@@ -68,7 +69,7 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
         } else if let Some(product) = Product::new((m, k, n), a_matrix, b_matrix) {
             path = "packed panels of B";
             // SAFETY: as for sgemm below.
-            unsafe { run_panels(&product, m.saturating_mul(k).saturating_mul(n), c) };
+            unsafe { run_panels(&product, macs, c) };
         } else if let Some(blocks) = row_blocks((m, k, n), a_matrix, b_matrix) {
             path = "packed panels of B, by blocks of rows";
             // SAFETY: as for sgemm below.
@@ -86,7 +87,6 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
                 None => "packed panels of Aᵀ (the transposed product)",
                 Some(_) => "packed panels of Aᵀ (the transposed product, Bᵀ copied by rows)",
             };
-            let macs = m.saturating_mul(k).saturating_mul(n);
             if n == 1 {
                 // SAFETY: as for sgemm below; C's m×1 elements are Cᵀ's 1×m.
                 unsafe { run_panels(&product, macs, c) };
@@ -118,15 +118,15 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
         {
             path = "packed panels of B, A copied by rows";
             // SAFETY: as for sgemm below.
-            unsafe { run_panels(&product, m.saturating_mul(k).saturating_mul(n), c) };
+            unsafe { run_panels(&product, macs, c) };
             super::alloc::keep(a_copy);
-        } else if let Some(product) = (m.max(n) < Product::MIN_WIDTH && m * n * k >= COPY_MIN_MACS)
+        } else if let Some(product) = (m.max(n) < Product::MIN_WIDTH && macs >= COPY_MIN_MACS)
             .then(|| Product::any_width((m, k, n), a_matrix, b_matrix))
             .flatten()
         {
             path = "packed panels of B, narrow";
             // SAFETY: as for sgemm below.
-            unsafe { run_panels(&product, m * k * n, c) };
+            unsafe { run_panels(&product, macs, c) };
         } else {
             // Threads share a product by rows of C: computing the transpose `Cᵀ = Bᵀ·Aᵀ` when C
             // is wide (a batch of 128 against 512 features) gives them more rows to share, and
@@ -257,22 +257,16 @@ unsafe fn narrow_transposed(
     if let Some(product) = Product::new((n, k, m), b.transposed(), a.transposed()) {
         return Some((product, None));
     }
-    let takes = b.strides.1 == 1 && m.saturating_mul(k).saturating_mul(n) >= COPY_MIN_MACS;
-    // Whether the panels take the product once Bᵀ is row-major (only the layout is looked at).
-    let row_major = Matrix {
-        ptr: b.ptr,
-        strides: (k as isize, 1),
-    };
-    if !takes || Product::new((n, k, m), row_major, a.transposed()).is_none() {
+    if b.strides.1 != 1 || m.saturating_mul(k).saturating_mul(n) < COPY_MIN_MACS {
         return None;
     }
     // SAFETY: Bᵀ lies within B's allocation (the caller's promise).
-    let copy = unsafe { row_major_copy((n, k), b.transposed()) };
-    let bt = Matrix {
-        ptr: copy.as_ptr(),
-        strides: (k as isize, 1),
+    let taken = unsafe {
+        on_row_major_copy((n, k), b.transposed(), |bt| {
+            Product::new((n, k, m), bt, a.transposed())
+        })
     };
-    Product::new((n, k, m), bt, a.transposed()).map(|product| (product, Some(copy)))
+    taken.map(|(product, copy)| (product, Some(copy)))
 }
 
 /// The product on the panels from a row-major copy of A, for an A of at most a tile of rows
@@ -287,23 +281,33 @@ unsafe fn few_rows_by_columns(
     a: Matrix,
     b: Matrix,
 ) -> Option<(Product, Storage)> {
-    let takes =
-        a.strides.0 == 1 && a.strides.1 != 1 && m.saturating_mul(k).saturating_mul(n) >= COPY_MIN_MACS;
-    // Whether the panels take the product once A is row-major (only the layout is looked at).
-    let row_major = Matrix {
-        ptr: a.ptr,
-        strides: (k as isize, 1),
-    };
-    if !takes || Product::new((m, k, n), row_major, b).is_none() {
+    if a.strides.0 != 1 || a.strides.1 == 1 || m.saturating_mul(k).saturating_mul(n) < COPY_MIN_MACS {
         return None;
     }
     // SAFETY: as this function's contract says.
-    let copy = unsafe { row_major_copy((m, k), a) };
-    let a = Matrix {
-        ptr: copy.as_ptr(),
-        strides: (k as isize, 1),
+    unsafe { on_row_major_copy((m, k), a, |a| Product::new((m, k, n), a, b)) }
+}
+
+/// The product `take` makes with a row-major copy of `matrix` (`rows×cols`) as its operand,
+/// and the copy, which must outlive every run of the product. Whether `take` accepts that
+/// layout is asked before copying (of the same strides at `matrix`'s address: only the layout
+/// is looked at), so a declined product costs no copy.
+///
+/// # Safety
+/// `matrix` with its strides must address a `rows×cols` matrix within its allocation.
+unsafe fn on_row_major_copy(
+    (rows, cols): (usize, usize),
+    matrix: Matrix,
+    take: impl Fn(Matrix) -> Option<Product>,
+) -> Option<(Product, Storage)> {
+    let row_major = |ptr| Matrix {
+        ptr,
+        strides: (cols as isize, 1),
     };
-    Product::new((m, k, n), a, b).map(|product| (product, copy))
+    take(row_major(matrix.ptr))?;
+    // SAFETY: as this function's contract says.
+    let copy = unsafe { row_major_copy((rows, cols), matrix) };
+    take(row_major(copy.as_ptr())).map(|product| (product, copy))
 }
 
 /// A `rows×cols` matrix copied into a row-major buffer.
@@ -334,9 +338,9 @@ unsafe fn row_major_copy((rows, cols): (usize, usize), matrix: Matrix) -> Storag
 
 /// A product copies an operand for the panels (see [`narrow_transposed`] and
 /// [`few_rows_by_columns`]), or runs on narrow panels, from this many multiply-adds. Below,
-/// sgemm's fixed cost is as small: one thread, alternating, `[8, 8] x [8, 8]` took 1.6 µs on sgemm and 1.9 through the
-/// copy, `[32, 64] x [64, 2]` 1.4 and 1.5; at `[16, 1000] x [1000, 3]` 39 against 10 µs,
-/// `[64, 256] x [256, 4]` 35 against 7.8.
+/// sgemm's fixed cost is as small: one thread, alternating, `[8, 8] x [8, 8]` took 1.6 µs on
+/// sgemm and 1.9 through the copy, `[32, 64] x [64, 2]` 1.4 and 1.5; at `[16, 1000] x [1000, 3]`
+/// 39 against 10 µs, `[64, 256] x [256, 4]` 35 against 7.8.
 const COPY_MIN_MACS: usize = 1 << 13;
 
 /// Runs `product` (of `macs` multiply-adds) into `c`, its panels of columns shared between
