@@ -39,6 +39,15 @@ const ROWS: usize = 4;
 /// 3.40 against 2.92), and `[32, 128] x [128, 10]` with B transposed 2.60 against 1.61 µs as
 /// the transposed product, since a C 10 wide is packed and stored a value at a time.
 const MIN_COLS: usize = LANES + 1;
+/// Up to this depth, a product with both operands read by columns copies B rather than run
+/// as its transpose (see [`run_with`]), however narrow C; at any depth where C is as wide as a
+/// tile. One thread, against the transposed product, medians of 20 alternating runs:
+/// `[335, 2] x [2, 785]` 0.28 of its time, `[1000, 4] x [4, 32]` 0.22, `[500, 8] x [8, 40]`
+/// 0.48, `[128, 16] x [16, 128]` 0.39, `[128, 64] x [64, 128]` 0.68, `[64, 64] x [64, 64]`
+/// 0.80, `[200, 16] x [16, 17]` 1.03. Deeper and narrower than a tile, the transposed
+/// product's whole tiles won (fastest of seven runs): `[128, 32] x [32, 17]` 2.4 against 3.3
+/// µs, `[128, 64] x [64, 40]` 7.0 against 9.5, `[32, 128] x [128, 20]` 2.6 against 4.2.
+const SHALLOW: usize = 16;
 
 /// A matrix operand: its first element and its (row, column) strides in elements.
 #[derive(Clone, Copy)]
@@ -145,6 +154,10 @@ unsafe fn run_with(isa: Isa, (m, k, n): (usize, usize, usize), a: Matrix, b: Mat
     let packs = isa == Isa::Avx512;
     let (dims, a, b, c_strides) = match (fits(k, n), fits(k, m)) {
         (true, _) if b.strides.1 == 1 => ((m, k, n), a, b, c_strides),
+        // The transposed product stores C a value at a time, columns apart: where C is as wide
+        // as a whole tile, or the product is shallow (so those stores are most of its work),
+        // copying B costs less.
+        (true, _) if packs && (n >= COLS || k <= SHALLOW) => ((m, k, n), a, b, c_strides),
         (_, true) if a.strides.0 == 1 => transposed(),
         (true, _) if packs => ((m, k, n), a, b, c_strides),
         (_, true) if packs => transposed(),
