@@ -2,6 +2,10 @@
 //! buffers) against raw `matrixmultiply::sgemm` on the same data. Both allocate a fresh output
 //! each iteration, as the lazy buffer must. Throughput is in FLOPs (`2·n³` per product).
 //!
+//! `matmul_layouts` does the same for rectangular products with each operand stored by rows or
+//! by columns (a transposed view): the training step's products as the step reads them, and
+//! shapes a sweep of random ones found slow once. `benches/matmul_sweep.rs` runs the sweep.
+//!
 //! `fma_peak` is the ceiling for any f32 product on one core: independent AVX-512 fused
 //! multiply-adds and nothing else (skipped, with a message, on a CPU without AVX-512).
 
@@ -32,6 +36,56 @@ fn matmul(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("sgemm", n), &n, |bench, &n| {
             bench.iter(|| raw_sgemm::sgemm(n, n, n, black_box(&av), black_box(&bv)))
+        });
+    }
+    group.finish();
+}
+
+/// `(m, k, n, A by rows, B by rows)`: the 784→512→256→10 step's products at batch 128 (the first
+/// layer's forward, its weight gradient, the second layer's input gradient), then a shallow
+/// outer product and a narrow one with both operands by columns, a 48-column C with a last row
+/// over, and a narrow C with A by columns.
+const LAYOUTS: [(usize, usize, usize, bool, bool); 7] = [
+    (128, 784, 512, true, false),
+    (512, 128, 784, false, true),
+    (128, 256, 512, true, true),
+    (335, 2, 785, false, false),
+    (1000, 4, 32, false, false),
+    (11, 64, 48, true, true),
+    (36, 81, 13, false, true),
+];
+
+fn matmul_layouts(c: &mut Criterion) {
+    let mut group = c.benchmark_group("matmul_layouts");
+    group.sample_size(20);
+    for (i, &(m, k, n, a_rows, b_rows)) in LAYOUTS.iter().enumerate() {
+        let mut rng = StdRng::seed_from_u64(i as u64);
+        // A matrix stored by rows, or by columns and viewed transposed, and its strides.
+        let mut operand = |rows: usize, cols: usize, by_rows: bool| {
+            let stored = if by_rows { [rows, cols] } else { [cols, rows] };
+            let x = LazyBuffer::rand_uniform(&stored, -1.0, 1.0, &mut rng);
+            let values = x.to_vec();
+            match by_rows {
+                true => (x, values, (cols as isize, 1)),
+                false => (x.permute(&[1, 0]), values, (1, rows as isize)),
+            }
+        };
+        let (a, av, a_strides) = operand(m, k, a_rows);
+        let (b, bv, b_strides) = operand(k, n, b_rows);
+        let order = |by_rows| if by_rows { "rows" } else { "cols" };
+        let name = format!("{m}x{k}x{n} A {} B {}", order(a_rows), order(b_rows));
+        group.throughput(Throughput::Elements(2 * (m * k * n) as u64));
+        group.bench_with_input(BenchmarkId::new("lazy", &name), &(), |bench, _| {
+            bench.iter(|| {
+                let c = black_box(&a).matmul(black_box(&b));
+                c.realize();
+                c
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("sgemm", &name), &(), |bench, _| {
+            bench.iter(|| {
+                raw_sgemm::sgemm_strided((m, k, n), black_box(&av), a_strides, black_box(&bv), b_strides)
+            })
         });
     }
     group.finish();
@@ -76,5 +130,5 @@ fn fma_peak(c: &mut Criterion) {
     println!("fma_peak: skipped, this CPU has no AVX-512");
 }
 
-criterion_group!(benches, matmul, fma_peak);
+criterion_group!(benches, matmul, matmul_layouts, fma_peak);
 criterion_main!(benches);

@@ -1,0 +1,103 @@
+//! Random products against raw `matrixmultiply::sgemm`: sizes log-uniform from 1 to 1,500 on
+//! each side, each operand stored by rows or by columns (a transposed view) at random, one
+//! thread unless `TEENYGRAD_THREADS` says otherwise. Each product is checked to give sgemm's
+//! bits, then both are timed in alternation (the fastest of four rounds each, every round long
+//! enough to time); it prints the ratio of the times for products of at least 30,000
+//! multiply-adds (below that the lazy buffer's fixed cost, about a microsecond, dominates) and
+//! the slowest cases.
+//!
+//! `cargo bench --bench matmul_sweep -- [cases] [seed]` (300 and 1 by default; about a minute).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use teenygrad::lazy::LazyBuffer;
+
+mod raw_sgemm;
+
+/// One case: `(ours / sgemm, multiply-adds, description)`.
+type Case = (f64, usize, String);
+
+fn time(iters: usize, f: &mut dyn FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..iters {
+        f();
+    }
+    t.elapsed().as_secs_f64() / iters as f64
+}
+
+fn case(rng: &mut StdRng) -> Case {
+    let mut side = || (1500f64.ln() * rng.random::<f64>()).exp().round() as usize;
+    let (m, k, n) = (side(), side(), side());
+    let (a_rows, b_rows) = (rng.random::<bool>(), rng.random::<bool>());
+    let mut operand = |rows: usize, cols: usize, by_rows: bool| {
+        let values: Vec<f32> = (0..rows * cols).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let stored = if by_rows { [rows, cols] } else { [cols, rows] };
+        let x = LazyBuffer::from_vec(values.clone(), &stored).expect("the shape holds the values");
+        match by_rows {
+            true => (x, values, (cols as isize, 1)),
+            false => (x.permute(&[1, 0]), values, (1, rows as isize)),
+        }
+    };
+    let (a, av, a_strides) = operand(m, k, a_rows);
+    let (b, bv, b_strides) = operand(k, n, b_rows);
+    let order = |by_rows| if by_rows { "rows" } else { "cols" };
+    let name = format!(
+        "[{m}, {k}] x [{k}, {n}], A by {}, B by {}",
+        order(a_rows),
+        order(b_rows)
+    );
+    let want = raw_sgemm::sgemm_strided((m, k, n), &av, a_strides, &bv, b_strides);
+    let got = a.matmul(&b).to_vec();
+    let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+    assert!(same, "{name}: not sgemm's bits");
+    let macs = m * k * n;
+    let iters = (30_000_000 / macs.max(1)).clamp(2, 20_000);
+    let (mut ours, mut raw) = (f64::MAX, f64::MAX);
+    for _ in 0..4 {
+        ours = ours.min(time(iters, &mut || {
+            black_box(a.matmul(black_box(&b)).realize());
+        }));
+        raw = raw.min(time(iters, &mut || {
+            black_box(raw_sgemm::sgemm_strided(
+                (m, k, n),
+                &av,
+                a_strides,
+                &bv,
+                b_strides,
+            ));
+        }));
+    }
+    let name = format!("{name}: {:.1} µs against {:.1}", ours * 1e6, raw * 1e6);
+    (ours / raw, macs, name)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`.
+    let numbers: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let cases = numbers.first().map_or(300, |&c| c as usize);
+    let seed = numbers.get(1).copied().unwrap_or(1);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut results: Vec<Case> = (0..cases).map(|_| case(&mut rng)).collect();
+    results.retain(|&(_, macs, _)| macs >= 30_000);
+    results.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let Some(median) = results.get(results.len() / 2) else {
+        println!("no product of 30,000 multiply-adds or more among {cases} (seed {seed})");
+        return;
+    };
+    let over = |limit: f64| results.iter().filter(|r| r.0 > limit).count();
+    println!(
+        "{cases} random products (seed {seed}), all sgemm's bits; {} of at least 30,000 \
+         multiply-adds: time against sgemm's median {:.2}, over 1.0 in {}, over 1.05 in {}",
+        results.len(),
+        median.0,
+        over(1.0),
+        over(1.05)
+    );
+    println!("slowest against sgemm:");
+    for (ratio, _, name) in results.iter().rev().take(10) {
+        println!("  {ratio:.2}  {name}");
+    }
+}
