@@ -568,6 +568,54 @@ fn reduce_axes_in_any_order_and_repeated_are_one_set() {
     assert_eq!(message, "reduce: axis 3 out of range for shape [2, 3, 4]");
 }
 
+#[test]
+fn reductions_over_axes_of_one_return_each_value() {
+    // A reduction over axes of size 1 folds one value per output: max and min give it back bit
+    // for bit (NaN and -0 too), and a sum adds it to the identity `+0`, so -0 comes out +0 (as in
+    // PyTorch). Contiguous, through a permuted view, and large enough for threads.
+    let values = [
+        -0.0,
+        0.0,
+        1.5,
+        -2.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1e-40,
+        -3e38,
+        7.0,
+        -1.0,
+        2.5,
+    ];
+    let contiguous = LazyBuffer::from_vec(values.to_vec(), &[4, 1, 3]).unwrap();
+    let permuted = LazyBuffer::from_vec(values.to_vec(), &[3, 1, 4])
+        .unwrap()
+        .permute(&[2, 1, 0]);
+    let large = leaf(&mut rng(10), &[3000, 1, 70], Values::Uniform(-3.0, 3.0));
+    for (name, x) in [
+        ("contiguous", contiguous),
+        ("permuted", permuted),
+        ("large", large),
+    ] {
+        let xs = x.to_vec();
+        for op in REDUCE {
+            let y = x.reduce(op, &[1]);
+            assert_eq!(y.shape(), x.shape(), "{op:?} of {name}");
+            for (i, (&got, &x)) in y.to_vec().iter().zip(&xs).enumerate() {
+                let want = if op == ReduceOp::Sum { x + 0.0 } else { x };
+                let same = got.to_bits() == want.to_bits() || got.is_nan() && want.is_nan();
+                assert!(
+                    same,
+                    "{op:?} over [1] of {name}, element {i}: {got:e}, want {want:e}"
+                );
+            }
+        }
+        // Beside a longer reduced axis, the axis of one changes nothing.
+        let bits = |y: LazyBuffer| y.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(x.max(&[0, 1])), bits(x.max(&[0])), "{name}");
+    }
+}
+
 /// Every reduction over every axis set of every view of each shape, against the reference.
 fn check_reductions_of(rng: &mut StdRng, shapes: &[&[usize]]) {
     for &shape in shapes {
