@@ -616,6 +616,28 @@ fn reductions_over_axes_of_one_return_each_value() {
     }
 }
 
+#[test]
+fn permuted_views_whose_axes_step_as_one() {
+    // `[8, 2, 3000]` read as `[3000, 8, 2]`: its last two axes step through memory as one of 16
+    // (so the kernel copies it by tiles rather than value by value), beside a contiguous leaf
+    // whose axes merge too, and reduced over axes that merge or do not.
+    let mut rng = rng(11);
+    let x = leaf(&mut rng, &[8, 2, 3000], Values::Uniform(-3.0, 3.0)).permute(&[2, 0, 1]);
+    let y = leaf(&mut rng, &[3000, 8, 2], Values::Uniform(-3.0, 3.0));
+    check_exact("neg of the permuted view", &x.unary(UnaryOp::Neg));
+    check_exact("the permuted view plus a contiguous one", &x.add(&y));
+    for op in REDUCE {
+        for axes in [&[0usize][..], &[1], &[2], &[1, 2], &[0, 1, 2]] {
+            check_reduce(
+                &format!("{op:?} over {axes:?} of the permuted view"),
+                &x,
+                op,
+                axes,
+            );
+        }
+    }
+}
+
 /// Every reduction over every axis set of every view of each shape, against the reference.
 fn check_reductions_of(rng: &mut StdRng, shapes: &[&[usize]]) {
     for &shape in shapes {

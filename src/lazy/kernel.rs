@@ -134,8 +134,8 @@ enum LeafAccess<'a> {
 impl FusedKernel {
     /// Runs the kernel and returns its output, row-major.
     pub(crate) fn run(&self) -> Storage {
-        if let Some(squeezed) = self.squeezed() {
-            return squeezed.run();
+        if let Some(simplified) = self.simplified() {
+            return simplified.run();
         }
         if let Some(reordered) = self.in_memory_order() {
             return reordered.run();
@@ -255,25 +255,46 @@ impl FusedKernel {
         out
     }
 
-    /// The same kernel without its axes of size 1, if it has some besides longer ones. They
-    /// change no position, in the leaves or in the output, but the plans below count them as axes:
-    /// a reduction over one was planned as a reduction over the middle axis (the maximum over
-    /// it of a [242902, 1, 7] tensor took 15 ms, PyTorch 4.6; now 1.1), and a leaf read out of
-    /// order was not reordered or copied by tiles (`exp` of a permuted [1103, 3, 2, 1] view,
-    /// 0.53 of its time since). A reduction over only such axes still reduces runs of one value
-    /// (`x + 0` for a sum, `x` for the others).
-    fn squeezed(&self) -> Option<FusedKernel> {
-        if !self.shape.contains(&1) || self.shape.iter().all(|&d| d == 1) {
+    /// The same kernel over fewer axes, where some can go: axes of size 1, and neighbours that
+    /// every leaf steps through as one (`stride[a] = stride[a + 1] · shape[a + 1]`, both reduced
+    /// or both kept). Neither changes a position, in the leaves or in the output, but the plans
+    /// below work axis by axis. A reduction over an axis of 1 was planned as one over the middle
+    /// axis (the maximum over it of a [242902, 1, 7] tensor took 15 ms, PyTorch 4.6; now 1.1); a
+    /// permuted view with short trailing axes (`exp` of `[8, 2, 19556]` read as `[19556, 8, 2]`)
+    /// was gathered value by value where, its last two axes one of 16, it is copied by tiles. A
+    /// reduction over only axes of 1 still reduces runs of one value (`x + 0` for a sum, `x` for
+    /// the others). Kernels whose leaves are all read in order are left as they are (their plan
+    /// would not change) unless they reduce an axis of 1.
+    fn simplified(&self) -> Option<FusedKernel> {
+        let rank = self.shape.len();
+        let reduced = |a: usize| (self.reduce.as_ref()).is_some_and(|(_, axes)| axes.contains(&a));
+        let reduces_one = (0..rank).any(|a| reduced(a) && self.shape[a] == 1);
+        let in_order = self.leaves.iter().all(|l| l.view.has_contiguous_strides());
+        if self.shape.iter().all(|&d| d == 1) || (in_order && !reduces_one) {
             return None;
         }
-        // Otherwise (no reduction over one, every leaf read in order) the plan is the same.
-        let reduces_one =
-            (self.reduce.as_ref()).is_some_and(|(_, axes)| axes.iter().any(|&a| self.shape[a] == 1));
-        if !reduces_one && self.leaves.iter().all(|l| l.view.has_contiguous_strides()) {
+        let unmasked = self.leaves.iter().all(|l| l.view.mask().is_none());
+        let one_step = |outer: usize, inner: usize| {
+            let strides = |l: &Leaf| (l.view.strides()[outer], l.view.strides()[inner]);
+            (self.leaves.iter()).all(|l| strides(l).0 == strides(l).1 * self.shape[inner] as isize)
+        };
+        // Whether old axis `a` joins the new axis that old axis `b` (the last before it longer
+        // than 1) ends.
+        let joins = |b: usize, a: usize| unmasked && reduced(a) == reduced(b) && one_step(b, a);
+        let longer: AxisVec<usize> = (0..rank).filter(|&a| self.shape[a] != 1).collect();
+        if longer.len() == rank && !longer.windows(2).any(|w| joins(w[0], w[1])) {
             return None;
         }
-        let kept: AxisVec<usize> = (0..self.shape.len()).filter(|&a| self.shape[a] != 1).collect();
-        let shape: AxisVec<usize> = kept.iter().map(|&a| self.shape[a]).collect();
+        // The new axes' sizes, and whether each is reduced.
+        let (mut shape, mut reduces) = (Vec::new(), Vec::new());
+        for (i, &a) in longer.iter().enumerate() {
+            if i > 0 && joins(longer[i - 1], a) {
+                *shape.last_mut().expect("an axis before") *= self.shape[a];
+            } else {
+                shape.push(self.shape[a]);
+                reduces.push(reduced(a));
+            }
+        }
         let leaves = (self.leaves.iter())
             .map(|l| {
                 Some(Leaf {
@@ -282,15 +303,10 @@ impl FusedKernel {
                 })
             })
             .collect::<Option<Vec<Leaf>>>()?;
-        let reduce = (self.reduce.as_ref()).map(|(op, axes)| {
-            let axes = (kept.iter().enumerate())
-                .filter(|(_, a)| axes.contains(a))
-                .map(|(i, _)| i)
-                .collect();
-            (*op, axes)
-        });
+        let reduce =
+            (self.reduce.as_ref()).map(|(op, _)| (*op, (0..shape.len()).filter(|&i| reduces[i]).collect()));
         Some(FusedKernel {
-            shape,
+            shape: AxisVec::from_slice(&shape),
             leaves,
             program: self.program.clone(),
             reduce,
