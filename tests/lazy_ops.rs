@@ -452,7 +452,14 @@ fn reductions_spanning_many_blocks() {
     // strided views so the reduced axis is not the innermost in memory.
     check_reductions_of(
         &mut rng(6),
-        &[&[3usize, 3001][..], &[2, 50, 70], &[10_007], &[2, 3, 2500]],
+        // [600, 4, 7]: short runs over the middle axis, added as rows of 7.
+        &[
+            &[3usize, 3001][..],
+            &[2, 50, 70],
+            &[10_007],
+            &[2, 3, 2500],
+            &[600, 4, 7],
+        ],
     );
 }
 
