@@ -131,38 +131,56 @@ simd_dispatch! {
 /// [1024, 1024] transpose, 16 beat 8 and 32 (whose 32 lines, 4 KiB apart, share one L1 set).
 const TILE: usize = 16;
 
-/// The axis `gather_tiled` should walk the source along, if `view` is worth copying in tiles: it
-/// is unmasked, large, and its innermost axis strides at least a cache line through memory while
-/// another axis is contiguous there (a transpose). Element-by-element gathering then touches a
-/// new cache line, and often a new page, for every value: a transposed [1024, 1024] read took 14
-/// times as long as a plain one.
-pub(crate) fn tiled_axis(view: &View) -> Option<usize> {
+/// How `gather_tiled` copies a view: in tiles of `TILE` steps along axis `a`, contiguous in the
+/// source, by `TILE` values of the trailing axes `group..`, contiguous in the output.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Tiling {
+    a: usize,
+    group: usize,
+}
+
+/// How to copy `view` in tiles, if it is worth it: it is unmasked, large, and its innermost axis
+/// strides at least a cache line through memory while another axis is contiguous there (a
+/// transpose). Element-by-element gathering then touches a new cache line, and often a new page,
+/// for every value: a transposed [1024, 1024] read took 14 times as long as a plain one. The
+/// output side of a tile is the last axis if it holds a tile's values, or else the fewest trailing
+/// axes that do, or those after `a` (whose tiles are then contiguous in the output): a permuted
+/// view with a short last axis (an NCHW image batch read as NHWC, whose last axis holds 3) was
+/// gathered value by value.
+pub(crate) fn tiling(view: &View) -> Option<Tiling> {
     let (shape, strides) = (view.shape(), view.strides());
     let last = shape.len().checked_sub(1)?;
-    let far = strides[last].unsigned_abs() >= 16 && shape[last] >= TILE;
+    let far = strides[last].unsigned_abs() >= 16;
     if view.mask().is_some() || !far || numel(shape) < 1 << 14 {
         return None;
     }
-    (0..last).find(|&a| strides[a].unsigned_abs() == 1 && shape[a] >= TILE)
+    let a = (0..last).find(|&a| strides[a].unsigned_abs() == 1 && shape[a] >= TILE)?;
+    // The last axes after `a` holding at least a tile's values, or all of them.
+    let mut group = last;
+    while group > a + 1 && shape[group..].iter().product::<usize>() < TILE {
+        group -= 1;
+    }
+    // A group of more than one axis is walked through a table of its offsets.
+    (group == last || shape[group..].iter().product::<usize>() <= 1 << 16).then_some(Tiling { a, group })
 }
 
 /// Every element of `view` over `buf`, row-major, copied in square tiles (see [`copy_tiled`]).
 /// With several threads, each copies a run of the output's first axis. `view` must be unmasked.
-pub(crate) fn gather_tiled(buf: &[f32], view: &View, a: usize) -> Storage {
+pub(crate) fn gather_tiled(buf: &[f32], view: &View, tiling: Tiling) -> Storage {
     let shape = view.shape();
     let n = numel(shape);
     let mut out = alloc::output(n);
     let dst = &mut out.spare_capacity_mut()[..n];
     let threads = parallel::threads();
     if threads == 1 || shape[0] < 2 || n < 2 * PARALLEL_CHUNK {
-        copy_tiled(buf, view, a, dst);
+        copy_tiled(buf, view, tiling, dst);
     } else {
         let rows = shape[0].div_ceil(2 * threads);
         let mut parts: Vec<&mut [MaybeUninit<f32>]> = dst.chunks_mut(rows * (n / shape[0])).collect();
         parallel::for_each_mut(&mut parts, &|i, part| {
             let mut window: AxisVec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
             window[0] = (i * rows, ((i + 1) * rows).min(shape[0]));
-            copy_tiled(buf, &view.shrink(&window), a, part);
+            copy_tiled(buf, &view.shrink(&window), tiling, part);
         });
     }
     // SAFETY: `copy_tiled` writes every element of the view it is given, and the parts' views
@@ -171,23 +189,46 @@ pub(crate) fn gather_tiled(buf: &[f32], view: &View, a: usize) -> Storage {
     out
 }
 
-/// Writes every element of `view` over `buf` into `dst`, row-major, in square tiles of axes `a`
-/// (contiguous in `buf`) and the last one (contiguous in `dst`), so both sides are read and
-/// written a cache line at a time. Tiles sweep down `a` within a strip of the last axis, so a
-/// strip's source lines and pages stay cached while each output line is written whole.
-fn copy_tiled(buf: &[f32], view: &View, a: usize, dst: &mut [MaybeUninit<f32>]) {
+/// Writes every element of `view` over `buf` into `dst`, row-major, in tiles of axis `a`
+/// (contiguous in `buf`) and the trailing axes from `group` (contiguous in `dst`), so both sides
+/// are read and written a cache line at a time. Tiles sweep down `a` within a strip of the
+/// trailing axes, so a strip's source lines and pages stay cached while each output line is
+/// written whole.
+fn copy_tiled(buf: &[f32], view: &View, Tiling { a, group }: Tiling, dst: &mut [MaybeUninit<f32>]) {
     let (shape, strides) = (view.shape(), view.strides());
     let rank = shape.len();
     let last = rank - 1;
     debug_assert_eq!(dst.len(), numel(shape));
     let mut out_strides = AxisVec::filled(rank, 0isize);
     write_contiguous_strides(shape, &mut out_strides);
-    // Whole tiles are transposed in registers where axis `a` is contiguous in `buf`: 16 vector
-    // loads, 64 shuffles and 16 stores, where the value-by-value copy took 1.22 ms for a
-    // [1024, 1024] transpose.
-    let registers = strides[a] == 1 && super::small_gemm::avx512();
-    // The other axes, walked by an odometer; each step copies one [shape[a], shape[last]] plane.
-    let others: AxisVec<usize> = (0..rank).filter(|&d| d != a && d != last).collect();
+    // Whole tiles are transposed in registers where axis `a` is contiguous in `buf` and the group
+    // is the last axis alone: 16 vector loads, 64 shuffles and 16 stores, where the
+    // value-by-value copy took 1.22 ms for a [1024, 1024] transpose.
+    let registers = strides[a] == 1 && group == last && super::small_gemm::avx512();
+    // Where each of the group's values lies in `buf`, from its first.
+    let width: usize = shape[group..].iter().product();
+    let offsets: Vec<isize> = match group == last {
+        true => Vec::new(),
+        false => {
+            let mut offsets = vec![0isize];
+            for d in group..rank {
+                let step = strides[d];
+                offsets = (offsets.iter())
+                    .flat_map(|&o| (0..shape[d] as isize).map(move |i| o + i * step))
+                    .collect();
+            }
+            offsets
+        }
+    };
+    let offset = |z: usize| {
+        if group == last {
+            z as isize * strides[last]
+        } else {
+            offsets[z]
+        }
+    };
+    // The other axes, walked by an odometer; each step copies one plane of `a` by the group.
+    let others: AxisVec<usize> = (0..group).filter(|&d| d != a).collect();
     let mut index = AxisVec::filled(others.len(), 0usize);
     loop {
         let from = view.offset()
@@ -197,22 +238,22 @@ fn copy_tiled(buf: &[f32], view: &View, a: usize, dst: &mut [MaybeUninit<f32>]) 
         let to = (others.iter().zip(&index))
             .map(|(&d, &i)| i as isize * out_strides[d])
             .sum::<isize>();
-        let (from_a, from_z, to_a) = (strides[a], strides[last], out_strides[a]);
-        for z0 in (0..shape[last]).step_by(TILE) {
+        let (from_a, to_a) = (strides[a], out_strides[a]);
+        for z0 in (0..width).step_by(TILE) {
             for a0 in (0..shape[a]).step_by(TILE) {
-                let whole = z0 + TILE <= shape[last] && a0 + TILE <= shape[a];
+                let whole = z0 + TILE <= width && a0 + TILE <= shape[a];
                 if whole && registers {
                     // Source row z holds the tile's values along `a` contiguously; output row
                     // i holds them along the last axis.
-                    let src = from + z0 as isize * from_z + a0 as isize;
+                    let src = from + z0 as isize * strides[last] + a0 as isize;
                     let to_tile = (to + a0 as isize * to_a) as usize + z0;
                     // SAFETY: the tile's 16 × 16 elements are elements of the view, so they
-                    // lie in `buf` (`src` is element [a0, z0], rows `from_z` apart) and in
-                    // `dst` (rows `to_a` apart from `to_tile`); AVX-512 was detected.
+                    // lie in `buf` (`src` is element [a0, z0], rows `strides[last]` apart) and
+                    // in `dst` (rows `to_a` apart from `to_tile`); AVX-512 was detected.
                     unsafe {
                         super::small_gemm::transpose_block(
                             buf.as_ptr().offset(src),
-                            from_z,
+                            strides[last],
                             dst.as_mut_ptr().add(to_tile).cast(),
                             to_a as usize,
                         )
@@ -222,9 +263,9 @@ fn copy_tiled(buf: &[f32], view: &View, a: usize, dst: &mut [MaybeUninit<f32>]) 
                 for i in a0..(a0 + TILE).min(shape[a]) {
                     let row_from = from + i as isize * from_a;
                     let row_to = (to + i as isize * to_a) as usize;
-                    for j in z0..(z0 + TILE).min(shape[last]) {
-                        let value = buf[(row_from + j as isize * from_z) as usize];
-                        dst[row_to + j] = MaybeUninit::new(value);
+                    for z in z0..(z0 + TILE).min(width) {
+                        let value = buf[(row_from + offset(z)) as usize];
+                        dst[row_to + z] = MaybeUninit::new(value);
                     }
                 }
             }
@@ -325,17 +366,35 @@ mod tests {
                 ramp(4 * 3 * 40 * 50),
                 View::contiguous(&[4, 3, 40, 50]).permute(&[1, 3, 0, 2]),
             ),
+            // Short last axes: two that hold a tile's values together, a last axis of 3 right
+            // after the contiguous one (NCHW read as NHWC), and two after another axis.
+            (
+                ramp(2 * 36 * 600),
+                View::contiguous(&[2, 36, 600]).permute(&[2, 1, 0]),
+            ),
+            (
+                ramp(4 * 3 * 40 * 40),
+                View::contiguous(&[4, 3, 40, 40]).permute(&[0, 2, 3, 1]),
+            ),
+            (
+                ramp(4 * 5 * 50 * 100),
+                View::contiguous(&[4, 5, 50, 100]).permute(&[3, 2, 1, 0]),
+            ),
         ];
         for (buf, view) in &cases {
-            let a = tiled_axis(view).unwrap_or_else(|| panic!("{view:?} should be tiled"));
-            assert_eq!(*gather_tiled(buf, view, a), by_position(buf, view), "{view:?}");
+            let tiling = tiling(view).unwrap_or_else(|| panic!("{view:?} should be tiled"));
+            assert_eq!(
+                *gather_tiled(buf, view, tiling),
+                by_position(buf, view),
+                "{view:?}"
+            );
         }
         // Plain, broadcast, small and padded views are gathered block by block instead.
-        assert_eq!(tiled_axis(&View::contiguous(&[300, 300])), None);
-        assert_eq!(tiled_axis(&View::contiguous(&[300, 1]).expand(&[300, 300])), None);
-        assert_eq!(tiled_axis(&View::contiguous(&[40, 40]).permute(&[1, 0])), None);
+        assert_eq!(tiling(&View::contiguous(&[300, 300])), None);
+        assert_eq!(tiling(&View::contiguous(&[300, 1]).expand(&[300, 300])), None);
+        assert_eq!(tiling(&View::contiguous(&[40, 40]).permute(&[1, 0])), None);
         assert_eq!(
-            tiled_axis(
+            tiling(
                 &View::contiguous(&[300, 300])
                     .permute(&[1, 0])
                     .pad(&[(1, 1), (0, 0)])

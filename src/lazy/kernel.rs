@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::aligned::AlignedBlock;
 use super::axes::AxisVec;
 use super::chunked;
-use super::gather::{gather, gather_tiled, tiled_axis};
+use super::gather::{gather, gather_tiled, tiling};
 #[cfg(target_arch = "x86_64")]
 use super::math;
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
@@ -188,8 +188,8 @@ impl FusedKernel {
                         tile: repeated(row, period - 1 + BLOCK.min(n)),
                         period,
                     }
-                } else if let Some(axis) = tiled_axis(&view) {
-                    LeafAccess::Copied(gather_tiled(&leaf.buf, &view, axis))
+                } else if let Some(tiling) = tiling(&view) {
+                    LeafAccess::Copied(gather_tiled(&leaf.buf, &view, tiling))
                 } else {
                     LeafAccess::Strided(view)
                 }
