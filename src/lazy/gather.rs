@@ -57,16 +57,7 @@ simd_dispatch! {
         if let Some(group) = plane_from.filter(|&g| view.mask().is_none() && shape[last] < 16 && g < last) {
             let width: usize = shape[group..].iter().product();
             let mut offsets = [0isize; PLANE];
-            let mut filled = 1;
-            for d in group..rank {
-                // Each earlier offset, followed along axis d: in place, from the back.
-                for k in (0..filled).rev() {
-                    for i in (0..shape[d]).rev() {
-                        offsets[k * shape[d] + i] = offsets[k] + i as isize * strides[d];
-                    }
-                }
-                filled *= shape[d];
-            }
+            write_offsets(&shape[group..], &strides[group..], &mut offsets[..width]);
             // Where plane `plane` (the index over the axes before the group) starts in `buf`.
             let plane_base = |mut plane: usize| {
                 let mut base = view.offset();
@@ -169,6 +160,27 @@ simd_dispatch! {
 /// offsets on the stack.
 const PLANE: usize = 256;
 
+/// Writes into `out` (as long as `shape` holds values) where each value of `shape`, row-major,
+/// lies from the first, at `strides`.
+fn write_offsets(shape: &[usize], strides: &[isize], out: &mut [isize]) {
+    debug_assert_eq!(out.len(), numel(shape));
+    let Some(first) = out.first_mut() else {
+        return;
+    };
+    *first = 0;
+    let mut filled = 1;
+    for (&size, &stride) in shape.iter().zip(strides) {
+        // Each offset so far, followed along this axis: in place, from the back, so offset `k`
+        // is read before anything overwrites it.
+        for k in (0..filled).rev() {
+            for i in (0..size).rev() {
+                out[k * size + i] = out[k] + i as isize * stride;
+            }
+        }
+        filled *= size;
+    }
+}
+
 /// Side of the square tiles `gather_tiled` copies: 16 values are one cache line. Measured on a
 /// [1024, 1024] transpose, 16 beat 8 and 32 (whose 32 lines, 4 KiB apart, share one L1 set).
 const TILE: usize = 16;
@@ -187,11 +199,10 @@ pub(crate) struct Tiling {
 /// and often a new page, for every value: a transposed [1024, 1024] read took 14 times as long
 /// as a plain one. Small views gain too, the gather's cost per row being most of theirs: `exp`
 /// of a transposed [32, 32] took 0.61 of its time, of a [64, 64] 0.46 (16,384 values was the
-/// bound before). The
-/// output side of a tile is the last axis if it holds a tile's values, or else the fewest trailing
-/// axes that do, or those after `a` (whose tiles are then contiguous in the output): a permuted
-/// view with a short last axis (an NCHW image batch read as NHWC, whose last axis holds 3) was
-/// gathered value by value.
+/// bound before). The output side of a tile is the last axis if it holds a tile's values, or
+/// else the fewest trailing axes that do, or those after `a` (whose tiles are then contiguous in
+/// the output): a permuted view with a short last axis (an NCHW image batch read as NHWC, whose
+/// last axis holds 3) was gathered value by value.
 pub(crate) fn tiling(view: &View) -> Option<Tiling> {
     let (shape, strides) = (view.shape(), view.strides());
     let last = shape.len().checked_sub(1)?;
@@ -252,19 +263,11 @@ fn copy_tiled(buf: &[f32], view: &View, Tiling { a, group }: Tiling, dst: &mut [
     let registers = strides[a] == 1 && group == last && super::small_gemm::avx512();
     // Where each of the group's values lies in `buf`, from its first.
     let width: usize = shape[group..].iter().product();
-    let offsets: Vec<isize> = match group == last {
-        true => Vec::new(),
-        false => {
-            let mut offsets = vec![0isize];
-            for d in group..rank {
-                let step = strides[d];
-                offsets = (offsets.iter())
-                    .flat_map(|&o| (0..shape[d] as isize).map(move |i| o + i * step))
-                    .collect();
-            }
-            offsets
-        }
-    };
+    let mut offsets = Vec::new();
+    if group < last {
+        offsets.resize(width, 0);
+        write_offsets(&shape[group..], &strides[group..], &mut offsets);
+    }
     let offset = |z: usize| {
         if group == last {
             z as isize * strides[last]
