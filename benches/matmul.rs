@@ -60,18 +60,8 @@ fn matmul_layouts(c: &mut Criterion) {
     group.sample_size(20);
     for (i, &(m, k, n, a_rows, b_rows)) in LAYOUTS.iter().enumerate() {
         let mut rng = StdRng::seed_from_u64(i as u64);
-        // A matrix stored by rows, or by columns and viewed transposed, and its strides.
-        let mut operand = |rows: usize, cols: usize, by_rows: bool| {
-            let stored = if by_rows { [rows, cols] } else { [cols, rows] };
-            let x = LazyBuffer::rand_uniform(&stored, -1.0, 1.0, &mut rng);
-            let values = x.to_vec();
-            match by_rows {
-                true => (x, values, (cols as isize, 1)),
-                false => (x.permute(&[1, 0]), values, (1, rows as isize)),
-            }
-        };
-        let (a, av, a_strides) = operand(m, k, a_rows);
-        let (b, bv, b_strides) = operand(k, n, b_rows);
+        let (a, av, a_strides) = raw_sgemm::operand(&mut rng, m, k, a_rows);
+        let (b, bv, b_strides) = raw_sgemm::operand(&mut rng, k, n, b_rows);
         let order = |by_rows| if by_rows { "rows" } else { "cols" };
         let name = format!("{m}x{k}x{n} A {} B {}", order(a_rows), order(b_rows));
         group.throughput(Throughput::Elements(2 * (m * k * n) as u64));

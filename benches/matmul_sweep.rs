@@ -13,7 +13,6 @@ use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use teenygrad::lazy::LazyBuffer;
 
 mod raw_sgemm;
 
@@ -32,17 +31,8 @@ fn case(rng: &mut StdRng) -> Case {
     let mut side = || (1500f64.ln() * rng.random::<f64>()).exp().round() as usize;
     let (m, k, n) = (side(), side(), side());
     let (a_rows, b_rows) = (rng.random::<bool>(), rng.random::<bool>());
-    let mut operand = |rows: usize, cols: usize, by_rows: bool| {
-        let values: Vec<f32> = (0..rows * cols).map(|_| rng.random_range(-1.0..1.0)).collect();
-        let stored = if by_rows { [rows, cols] } else { [cols, rows] };
-        let x = LazyBuffer::from_vec(values.clone(), &stored).expect("the shape holds the values");
-        match by_rows {
-            true => (x, values, (cols as isize, 1)),
-            false => (x.permute(&[1, 0]), values, (1, rows as isize)),
-        }
-    };
-    let (a, av, a_strides) = operand(m, k, a_rows);
-    let (b, bv, b_strides) = operand(k, n, b_rows);
+    let (a, av, a_strides) = raw_sgemm::operand(rng, m, k, a_rows);
+    let (b, bv, b_strides) = raw_sgemm::operand(rng, k, n, b_rows);
     let order = |by_rows| if by_rows { "rows" } else { "cols" };
     let name = format!(
         "[{m}, {k}] x [{k}, {n}], A by {}, B by {}",

@@ -1,5 +1,28 @@
 //! Raw `matrixmultiply::sgemm` into a fresh row-major output: the limit the benches compare
-//! products against.
+//! products against; and operands stored by rows or by columns, as the lazy buffer and sgemm
+//! each see them.
+
+use rand::Rng;
+use teenygrad::lazy::LazyBuffer;
+
+/// A random `rows × cols` matrix (values in [-1, 1)) stored by rows, or by columns and viewed
+/// transposed: the lazy buffer's view of it, its stored values, and their (row, column) strides
+/// for [`sgemm_strided`].
+#[allow(dead_code, reason = "each bench uses the forms it needs")]
+pub fn operand(
+    rng: &mut impl Rng,
+    rows: usize,
+    cols: usize,
+    by_rows: bool,
+) -> (LazyBuffer, Vec<f32>, (isize, isize)) {
+    let values: Vec<f32> = (0..rows * cols).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let stored = if by_rows { [rows, cols] } else { [cols, rows] };
+    let x = LazyBuffer::from_vec(values.clone(), &stored).expect("the shape holds the values");
+    match by_rows {
+        true => (x, values, (cols as isize, 1)),
+        false => (x.permute(&[1, 0]), values, (1, rows as isize)),
+    }
+}
 
 /// `a` (m×k) times `b` (k×n), both row-major, into a new m×n row-major buffer.
 #[allow(dead_code, reason = "each bench uses the forms it needs")]
