@@ -219,6 +219,10 @@ impl FusedKernel {
             .map(|a| self.shape[a])
             .product();
         let mut out = alloc::output_filled(out_len, op.identity());
+        if !columns && (1..=BLOCK).contains(&run_len) {
+            plan.reduce_whole_runs(*op, run_len, &mut out);
+            return out;
+        }
         let mut sums = match op {
             ReduceOp::Sum => alloc::filled(out_len, 0.0f64),
             _ => Vec::new(),
@@ -511,6 +515,30 @@ impl Plan<'_> {
     /// pieces that threads share: groups of whole runs, or parts of `PARALLEL_CHUNK` positions of
     /// one long run. The pieces depend only on the shape, never on the thread count, and their
     /// partial results are folded in order, so the result is the same on any number of threads.
+    /// A reduction whose runs (each output's values, consecutive) fit in a block: blocks end at
+    /// runs' ends, so each output is folded from one block straight into `out`, with no sums in
+    /// f64 across blocks. A sum over rows of 2 ([524288, 2], a softmax over two classes) spent
+    /// most of its 12 ms on those sums and on each piece's own copies of them. With threads and
+    /// a large kernel, each takes ranges of outputs.
+    fn reduce_whole_runs(&self, op: ReduceOp, run_len: usize, out: &mut [f32]) {
+        let step = BLOCK - BLOCK % run_len;
+        let fold = |first: usize, outs: &mut [f32]| {
+            let mut blocks = self.blocks();
+            let (begin, end) = (first * run_len, (first + outs.len()) * run_len);
+            for start in (begin..end).step_by(step) {
+                let values = blocks.compute(start, step.min(end - start));
+                let o = (start - begin) / run_len;
+                fold_whole_runs(op, values, run_len, &mut outs[o..o + values.len() / run_len]);
+            }
+        };
+        if parallel::threads() == 1 || self.n < 2 * PARALLEL_CHUNK {
+            return fold(0, out);
+        }
+        let per_piece = PARALLEL_CHUNK.div_ceil(run_len);
+        let mut pieces: Vec<&mut [f32]> = out.chunks_mut(per_piece).collect();
+        parallel::for_each_mut(&mut pieces, &|i, piece| fold(i * per_piece, piece));
+    }
+
     fn reduce_in_pieces(&self, op: ReduceOp, run_len: usize, out: &mut [f32], sums: &mut [f64]) {
         // (first output, positions) of each piece.
         let pieces: Vec<(usize, std::ops::Range<usize>)> = if run_len >= PARALLEL_CHUNK {
@@ -1030,6 +1058,19 @@ simd_dispatch! {
             let run_end = ((o + 1) * run_len).min(end);
             sums[o] += sum_f32(&values[pos - start..run_end - start]) as f64;
             (pos, o) = (run_end, o + 1);
+        }
+    }
+}
+
+simd_dispatch! {
+    /// Folds each run of `run_len` values (`values` holds whole runs) into its output: a sum as
+    /// [`sum_f32`] of the run, which is what its f64 sum of one part rounded back gave.
+    fn fold_whole_runs(op: ReduceOp, values: &[f32], run_len: usize, out: &mut [f32]) {
+        for (o, run) in out.iter_mut().zip(values.chunks_exact(run_len)) {
+            *o = match op {
+                ReduceOp::Sum => sum_f32(run),
+                _ => fold_extremum(op, *o, run),
+            };
         }
     }
 }
