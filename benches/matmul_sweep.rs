@@ -9,23 +9,15 @@
 //! `cargo bench --bench matmul_sweep -- [cases] [seed]` (300 and 1 by default; about a minute).
 
 use std::hint::black_box;
-use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 mod raw_sgemm;
+mod sweep;
 
 /// One case: `(ours / sgemm, multiply-adds, description)`.
 type Case = (f64, usize, String);
-
-fn time(iters: usize, f: &mut dyn FnMut()) -> f64 {
-    let t = Instant::now();
-    for _ in 0..iters {
-        f();
-    }
-    t.elapsed().as_secs_f64() / iters as f64
-}
 
 fn case(rng: &mut StdRng) -> Case {
     let mut side = || (1500f64.ln() * rng.random::<f64>()).exp().round() as usize;
@@ -45,49 +37,34 @@ fn case(rng: &mut StdRng) -> Case {
     assert!(same, "{name}: not sgemm's bits");
     let macs = m * k * n;
     let iters = (30_000_000 / macs.max(1)).clamp(2, 20_000);
-    let (mut ours, mut raw) = (f64::MAX, f64::MAX);
-    for _ in 0..4 {
-        ours = ours.min(time(iters, &mut || {
-            black_box(a.matmul(black_box(&b)).realize());
-        }));
-        raw = raw.min(time(iters, &mut || {
-            black_box(raw_sgemm::sgemm_strided(
-                (m, k, n),
-                &av,
-                a_strides,
-                &bv,
-                b_strides,
-            ));
-        }));
-    }
+    let ours = sweep::fastest(iters, &mut || {
+        black_box(a.matmul(black_box(&b)).realize());
+    });
+    let raw = sweep::fastest(iters, &mut || {
+        black_box(raw_sgemm::sgemm_strided(
+            (m, k, n),
+            &av,
+            a_strides,
+            &bv,
+            b_strides,
+        ));
+    });
     let name = format!("{name}: {:.1} µs against {:.1}", ours * 1e6, raw * 1e6);
     (ours / raw, macs, name)
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`.
-    let numbers: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let cases = numbers.first().map_or(300, |&c| c as usize);
-    let seed = numbers.get(1).copied().unwrap_or(1);
+    let (cases, seed) = sweep::cases_and_seed(300);
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut results: Vec<Case> = (0..cases).map(|_| case(&mut rng)).collect();
-    results.retain(|&(_, macs, _)| macs >= 30_000);
-    results.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let Some(median) = results.get(results.len() / 2) else {
-        println!("no product of 30,000 multiply-adds or more among {cases} (seed {seed})");
-        return;
-    };
-    let over = |limit: f64| results.iter().filter(|r| r.0 > limit).count();
-    println!(
+    let results: Vec<Case> = (0..cases).map(|_| case(&mut rng)).collect();
+    let large: Vec<(f64, String)> = (results.into_iter())
+        .filter(|&(_, macs, _)| macs >= 30_000)
+        .map(|(ratio, _, name)| (ratio, name))
+        .collect();
+    let what = format!(
         "{cases} random products (seed {seed}), all sgemm's bits; {} of at least 30,000 \
-         multiply-adds: time against sgemm's median {:.2}, over 1.0 in {}, over 1.05 in {}",
-        results.len(),
-        median.0,
-        over(1.0),
-        over(1.05)
+         multiply-adds, time against sgemm's",
+        large.len()
     );
-    println!("slowest against sgemm:");
-    for (ratio, _, name) in results.iter().rev().take(10) {
-        println!("  {ratio:.2}  {name}");
-    }
+    sweep::report(&what, "against sgemm", large, [1.0, 1.05]);
 }

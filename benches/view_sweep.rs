@@ -9,26 +9,22 @@
 //! `cargo bench --bench view_sweep -- [cases] [seed]` (200 and 1 by default; about a minute).
 
 use std::hint::black_box;
-use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use teenygrad::lazy::{LazyBuffer, UnaryOp};
 
-/// One case: `(view / contiguous, ns per value through the view, description)`.
-type Case = (f64, f64, String);
+mod sweep;
 
+/// One case: `(view / contiguous, description)`.
+type Case = (f64, String);
+
+/// The fastest of four rounds of `iters` realizations of `f`'s result, in seconds each.
 fn fastest(iters: usize, f: &dyn Fn() -> LazyBuffer) -> f64 {
-    (0..4)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..iters {
-                black_box(f().realize());
-            }
-            t.elapsed().as_secs_f64() / iters as f64
-        })
-        .fold(f64::MAX, f64::min)
+    sweep::fastest(iters, &mut || {
+        black_box(f().realize());
+    })
 }
 
 fn case(rng: &mut StdRng) -> Case {
@@ -83,33 +79,20 @@ fn case(rng: &mut StdRng) -> Case {
     }
     let iters = (10_000_000 / n).clamp(2, 10_000);
     let (view, limit) = (fastest(iters, &|| apply(&x)), fastest(iters, &|| apply(&ordered)));
-    let name = format!("{name}: {:.1} µs against {:.1}", view * 1e6, limit * 1e6);
-    (view / limit, view * 1e9 / n as f64, name)
+    let per_value = view * 1e9 / n as f64;
+    let name = format!(
+        "{per_value:.2} ns per value  {name}: {:.1} µs against {:.1}",
+        view * 1e6,
+        limit * 1e6
+    );
+    (view / limit, name)
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`.
-    let numbers: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let cases = numbers.first().map_or(200, |&c| c as usize);
-    let seed = numbers.get(1).copied().unwrap_or(1);
+    let (cases, seed) = sweep::cases_and_seed(200);
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut results: Vec<Case> = (0..cases).map(|_| case(&mut rng)).collect();
-    results.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let Some(median) = results.get(results.len() / 2) else {
-        return;
-    };
-    let p90 = &results[results.len() * 9 / 10];
-    let over = |limit: f64| results.iter().filter(|r| r.0 > limit).count();
-    println!(
-        "{cases} ops over random views (seed {seed}), against the same ops on values in order: \
-         median {:.2}, 90th percentile {:.2}, over 2 in {}, over 4 in {}",
-        median.0,
-        p90.0,
-        over(2.0),
-        over(4.0)
-    );
-    println!("slowest against values in order:");
-    for (ratio, ns, name) in results.iter().rev().take(10) {
-        println!("  {ratio:.2}  {ns:.2} ns per value  {name}");
-    }
+    let results: Vec<Case> = (0..cases).map(|_| case(&mut rng)).collect();
+    let what =
+        format!("{cases} ops over random views (seed {seed}), against the same ops on values in order");
+    sweep::report(&what, "against values in order", results, [2.0, 4.0]);
 }
