@@ -245,6 +245,21 @@ impl FusedKernel {
                     }
                 }
             }
+        } else if let Some(input) = plan.input_in_order().filter(|_| columns) {
+            // Pieces of whole rows, at least 16 of them: each chunk of accumulators then stays
+            // in registers across 16 rows (see `fold_rows`), where a block holds as few as one.
+            let piece = (16 * inner).max(BLOCK).next_multiple_of(inner);
+            for (i, values) in input.chunks(piece).enumerate() {
+                accumulate_columns(
+                    *op,
+                    values,
+                    i * piece,
+                    inner,
+                    run_len * inner,
+                    &mut out,
+                    &mut sums,
+                );
+            }
         } else {
             let mut blocks = plan.blocks();
             for start in (0..n).step_by(BLOCK) {
@@ -410,6 +425,19 @@ impl Drop for Plan<'_> {
 }
 
 impl Plan<'_> {
+    /// All of the input, when the kernel only reads one buffer in order (a reduction of a stored
+    /// tensor): then it can be handed over in pieces of any length, not block by block.
+    fn input_in_order(&self) -> Option<&[f32]> {
+        if !self.kernel.program.is_empty() || self.n == 0 {
+            return None;
+        }
+        match self.access.as_slice() {
+            [LeafAccess::Contiguous(off)] => Some(&self.kernel.leaves[0].buf[*off..*off + self.n]),
+            [LeafAccess::Copied(values)] => Some(&values[..self.n]),
+            _ => None,
+        }
+    }
+
     /// Block buffers for one thread running this plan.
     fn blocks(&self) -> Blocks<'_> {
         let len = BLOCK.min(self.n);
@@ -1124,6 +1152,21 @@ simd_dispatch! {
         // stepped: a division per row cost more than adding a short row.
         let (mut column, mut in_span, mut first) = (pos % inner, pos % span, pos / span * inner);
         while pos < end {
+            let rows = ((span - in_span) / inner).min((end - pos) / inner);
+            if column == 0 && rows > 1 {
+                let (len, at) = (rows * inner, pos - start);
+                let rows = &values[at..at + len];
+                match op {
+                    ReduceOp::Sum => fold_rows(rows, &mut sums[first..first + inner], |s, x| s + x as f64),
+                    _ => fold_rows(rows, &mut out[first..first + inner], |m, x| reduce_step_f32(op, m, x)),
+                }
+                pos += len;
+                in_span += len;
+                if in_span == span {
+                    (in_span, first) = (0, first + inner);
+                }
+                continue;
+            }
             let o = first + column;
             let run_end = (pos + inner - column).min(end);
             let segment = &values[pos - start..run_end - start];
@@ -1149,6 +1192,34 @@ simd_dispatch! {
             if in_span == span {
                 (in_span, first) = (0, first + inner);
             }
+        }
+    }
+}
+
+/// Folds whole rows (`values`, row-major, as wide as `acc`) into `acc`, each column's values in
+/// row order: the same steps as row by row, but each chunk of accumulators stays in registers
+/// across the rows instead of being stored and reloaded for every row. Row by row, a bias
+/// gradient's sums over `[128, 512]` ran at 6 cycles per 8 values, bound by those stores.
+#[inline(always)]
+fn fold_rows<T: Copy>(values: &[f32], acc: &mut [T], step: impl Fn(T, f32) -> T) {
+    /// Accumulators per chunk: eight vectors of f64 sums (or four of f32 maxima).
+    const CHUNK: usize = 64;
+    let inner = acc.len();
+    let mut chunks = acc.chunks_exact_mut(CHUNK);
+    for (c, chunk) in chunks.by_ref().enumerate() {
+        let mut regs: [T; CHUNK] = std::array::from_fn(|i| chunk[i]);
+        for row in values.chunks_exact(inner) {
+            let row: &[f32; CHUNK] = row[c * CHUNK..][..CHUNK].try_into().expect("a whole chunk");
+            for (r, &x) in regs.iter_mut().zip(row) {
+                *r = step(*r, x);
+            }
+        }
+        chunk.copy_from_slice(&regs);
+    }
+    let done = inner - chunks.into_remainder().len();
+    for row in values.chunks_exact(inner) {
+        for (a, &x) in acc[done..].iter_mut().zip(&row[done..]) {
+            *a = step(*a, x);
         }
     }
 }
@@ -1380,45 +1451,64 @@ mod tests {
         }
     }
 
-    /// A reduction over the first axes of `[n, 1]` (one column) folds each output's values in
-    /// position order, one f64 addition (or one max or min step) at a time, however the blocks
-    /// cut the runs: bit for bit a plain sequential fold.
+    /// A reduction over leading axes folds each output's values in position order, one f64
+    /// addition (or one max or min step) at a time, however the pieces cut the rows and runs,
+    /// and whether whole rows are folded together (`fold_rows`) or value by value: bit for bit
+    /// a plain sequential fold. One column (`[n, 1]`, a mean of losses) and wider rows, whole
+    /// chunks of accumulators and the columns left over.
     #[test]
-    fn one_column_folds_each_run_in_order() {
+    fn columns_fold_each_output_in_order() {
         // Both signs and binades 2^-30 to 2^29, so f64 sums round and their order shows.
         let mut bits = xorshift(0x1234_5678);
-        let values: Vec<f32> = (0..3000)
-            .map(|_| {
-                let b = bits();
-                f32::from_bits((b & 0x807F_FFFF) | ((97 + (b >> 8) % 60) << 23))
-            })
-            .collect();
-        for span in [1, 37, 512, 1000, 3000] {
+        let mut next = || {
+            let b = bits();
+            f32::from_bits((b & 0x807F_FFFF) | ((97 + (b >> 8) % 60) << 23))
+        };
+        for (inner, run_len) in [
+            (1, 1),
+            (1, 37),
+            (1, 512),
+            (1, 3000),
+            (10, 37),
+            (64, 20),
+            (130, 9),
+            (200, 3),
+        ] {
+            let span = inner * run_len;
+            let values: Vec<f32> = (0..3 * span).map(|_| next()).collect();
             for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
-                let outputs = values.len().div_ceil(span);
+                let outputs = 3 * inner;
                 let mut out = vec![op.identity(); outputs];
                 let mut sums = vec![0.0f64; outputs];
-                // Blocks of uneven lengths, so runs start and end inside them.
+                // Pieces of uneven lengths, so rows and runs start and end inside them, and of
+                // whole rows.
                 let mut start = 0;
-                for len in [1, 200, 511, 512, 700, 1023, 1024].into_iter().cycle() {
+                for len in [1, 200, 511, 16 * inner, 700, 1023, 1024, 2 * inner]
+                    .into_iter()
+                    .cycle()
+                {
                     let end = (start + len).min(values.len());
-                    accumulate_columns(op, &values[start..end], start, 1, span, &mut out, &mut sums);
+                    accumulate_columns(op, &values[start..end], start, inner, span, &mut out, &mut sums);
                     if end == values.len() {
                         break;
                     }
                     start = end;
                 }
-                for (o, run) in values.chunks(span).enumerate() {
+                for o in 0..outputs {
+                    let (group, column) = (o / inner, o % inner);
+                    let run = values[group * span..][..span].iter().skip(column).step_by(inner);
                     let (got, want) = match op {
-                        ReduceOp::Sum => (sums[o], run.iter().fold(0.0f64, |acc, &x| acc + x as f64)),
+                        ReduceOp::Sum => (sums[o], run.fold(0.0f64, |acc, &x| acc + x as f64)),
                         _ => (
                             out[o] as f64,
-                            run.iter()
-                                .fold(op.identity(), |acc, &x| reduce_step_f32(op, acc, x))
-                                as f64,
+                            run.fold(op.identity(), |acc, &x| reduce_step_f32(op, acc, x)) as f64,
                         ),
                     };
-                    assert_eq!(got.to_bits(), want.to_bits(), "{op:?}, span {span}, output {o}");
+                    assert_eq!(
+                        got.to_bits(),
+                        want.to_bits(),
+                        "{op:?}, {inner} columns, span {span}, output {o}"
+                    );
                 }
             }
         }
