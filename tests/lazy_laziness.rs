@@ -286,6 +286,20 @@ fn a_node_read_through_a_wide_broadcast_gets_its_own_buffer() {
     );
     assert!(!lse.is_realized());
     assert_matches_reference(&y.to_vec(), &want);
+
+    // In between (64 rows of 256: 16,320 reads more than values), a log is not recomputed for
+    // every read, but a negation, as cheap as the kernel's other ops, is.
+    let x = ramp(64 * 256, &[64, 256]);
+    for (op, own_kernel) in [(UnaryOp::Log, true), (UnaryOp::Neg, false)] {
+        let stat = x.unary(UnaryOp::Exp).sum(&[1]).unary(op);
+        let y = x.sub(&stat.expand(&[64, 256]));
+        let want = reference::evaluate(&y);
+        stats::reset();
+        y.realize();
+        assert_eq!(stats::get().kernels, 2 + own_kernel as u64, "{op:?}");
+        assert_eq!(stat.is_realized(), own_kernel, "{op:?}");
+        assert_matches_reference(&y.to_vec(), &want);
+    }
 }
 
 #[test]

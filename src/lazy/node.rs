@@ -70,6 +70,16 @@ impl Op {
         matches!(self, Op::Unary(..) | Op::Binary(..) | Op::Where(..))
     }
 
+    /// True for elementwise ops that cost many times an add: transcendentals, roots and
+    /// divisions.
+    pub(crate) fn is_costly(&self) -> bool {
+        match self {
+            Op::Unary(op, _) => !matches!(op, UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Relu),
+            Op::Binary(op, _, _) => matches!(op, BinaryOp::Div | BinaryOp::Pow),
+            _ => false,
+        }
+    }
+
     /// True for elementwise ops that give exactly `+0.0` when every input is `+0.0`.
     pub(crate) fn preserves_zero(&self) -> bool {
         match self {

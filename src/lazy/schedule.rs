@@ -237,15 +237,18 @@ enum Consumers {
     Unfusable,
 }
 
-/// True if fusing `input`'s node into a consumer that reads it through `input`'s view would
-/// compute each of its values many times over (the view broadcasts it at least 4-fold) on enough
-/// elements (2^14 more) that a kernel of its own and a small buffer cost less: `log` of a row sum
-/// read across a [1024, 1024] log_softmax ran a million times instead of a thousand. Small
-/// broadcasts (a loss's per-row terms over a batch of logits) still fuse: there a kernel's fixed
-/// cost is larger than the recomputation.
-fn recomputes_broadcast(input: &LazyBuffer) -> bool {
+/// True if fusing `input`'s node (computing `op`) into a consumer that reads it through
+/// `input`'s view would compute each of its values many times over (the view broadcasts it at
+/// least 4-fold) on enough elements (2^14 more, 2^12 for a transcendental or a division) that a
+/// kernel of its own and a small buffer cost less: `log` of a row sum read across a [1024, 1024]
+/// log_softmax ran a million times instead of a thousand, and across a [64, 256] one 16,384 times
+/// (log_softmax 25 µs, 20 with the log's own kernel). Small broadcasts (a loss's per-row terms
+/// over a batch of logits) still fuse: there a kernel's fixed cost is larger than the
+/// recomputation.
+fn recomputes_broadcast(input: &LazyBuffer, op: &Op) -> bool {
     let (reads, values) = (input.numel(), numel(&input.node.shape));
-    reads >= 4 * values && reads - values >= 1 << 14
+    let extra = if op.is_costly() { 1 << 12 } else { 1 << 14 };
+    reads >= 4 * values && reads - values >= extra
 }
 
 /// The pending part of the graph, in topological order (inputs first).
@@ -343,7 +346,7 @@ impl Graph {
             for input in self.ops[i].inputs() {
                 if let Some(&j) = self.index.get(&input.node.id) {
                     consumed_by[j] = match consumed_by[j] {
-                        _ if is_matmul || recomputes_broadcast(input) => Consumers::Unfusable,
+                        _ if is_matmul || recomputes_broadcast(input, &self.ops[j]) => Consumers::Unfusable,
                         Consumers::None => Consumers::OneKernel(k),
                         Consumers::OneKernel(other) if other == k => Consumers::OneKernel(k),
                         _ => Consumers::Unfusable,
