@@ -422,6 +422,42 @@ fn a_large_matmul_split_across_threads_equals_small_pieces_bit_for_bit() {
     );
 }
 
+/// A large reduction of a stored tensor over its leading axes is shared between threads by
+/// ranges of columns: each output still adds its column's values in order, in f64, and rounds
+/// once, so it has the bits of that plain loop, on any number of threads.
+#[test]
+fn a_large_column_reduction_split_across_threads_equals_a_plain_loop() {
+    let _serial = serial();
+    let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
+    let split = threads > 1 && std::env::var("TEENYGRAD_THREADS").map_or(true, |v| v != "1");
+    // One group of 997 columns, and four groups of 200 (a reduction over the middle axis).
+    for (shape, axis) in [(vec![300, 997], 0), (vec![4, 300, 200], 1)] {
+        let n: usize = shape.iter().product();
+        let x = ramp(n, &shape).mul(&LazyBuffer::full(&shape, 0.37));
+        let values = x.to_vec();
+        let (rows, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
+        for op in [ReduceOp::Sum, ReduceOp::Max] {
+            stats::reset();
+            let got = x.reduce(op, &[axis]).to_vec();
+            assert_eq!(
+                stats::get().parallel_jobs > 0,
+                split,
+                "{shape:?}: {:?}",
+                stats::get()
+            );
+            for (o, got) in got.iter().enumerate() {
+                let (group, column) = (o / inner, o % inner);
+                let column = (0..rows).map(|r| values[(group * rows + r) * inner + column]);
+                let want = match op {
+                    ReduceOp::Sum => column.fold(0.0f64, |s, v| s + v as f64) as f32,
+                    _ => column.fold(f32::NEG_INFINITY, f32::max),
+                };
+                assert_eq!(got.to_bits(), want.to_bits(), "{op:?} {shape:?}, output {o}");
+            }
+        }
+    }
+}
+
 /// A large reduction is computed in pieces that depend only on its shape (groups of whole rows,
 /// or parts of one long row) and folded in order, so threads can share it without changing the
 /// result. Groups of rows are computed exactly as the same rows reduced on their own; long rows

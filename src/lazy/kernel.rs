@@ -246,19 +246,17 @@ impl FusedKernel {
                 }
             }
         } else if let Some(input) = plan.input_in_order().filter(|_| columns) {
-            // Pieces of whole rows, at least 16 of them: each chunk of accumulators then stays
-            // in registers across 16 rows (see `fold_rows`), where a block holds as few as one.
-            let piece = (16 * inner).max(BLOCK).next_multiple_of(inner);
-            for (i, values) in input.chunks(piece).enumerate() {
-                accumulate_columns(
-                    *op,
-                    values,
-                    i * piece,
-                    inner,
-                    run_len * inner,
-                    &mut out,
-                    &mut sums,
-                );
+            let span = run_len * inner;
+            if parallel::threads() > 1 && n >= 2 * PARALLEL_CHUNK && inner >= 128 {
+                fold_columns_in_parallel(*op, input, (inner, span), &mut out, &mut sums);
+            } else {
+                // Pieces of whole rows, at least 16 of them: each chunk of accumulators then
+                // stays in registers across 16 rows (see `fold_rows`), where a block holds as
+                // few as one.
+                let piece = (16 * inner).max(BLOCK).next_multiple_of(inner);
+                for (i, values) in input.chunks(piece).enumerate() {
+                    accumulate_columns(*op, values, i * piece, inner, span, &mut out, &mut sums);
+                }
             }
         } else {
             let mut blocks = plan.blocks();
@@ -1159,8 +1157,10 @@ simd_dispatch! {
                 let (len, at) = (rows * inner, pos - start);
                 let rows = &values[at..at + len];
                 match op {
-                    ReduceOp::Sum => fold_rows(rows, &mut sums[first..first + inner], |s, x| s + x as f64),
-                    _ => fold_rows(rows, &mut out[first..first + inner], |m, x| reduce_step_f32(op, m, x)),
+                    ReduceOp::Sum => fold_rows(rows, inner, &mut sums[first..first + inner], |s, x| s + x as f64),
+                    _ => fold_rows(rows, inner, &mut out[first..first + inner], |m, x| {
+                        reduce_step_f32(op, m, x)
+                    }),
                 }
                 pos += len;
                 in_span += len;
@@ -1198,19 +1198,59 @@ simd_dispatch! {
     }
 }
 
-/// Folds whole rows (`values`, row-major, as wide as `acc`) into `acc`, each column's values in
-/// row order: the same steps as row by row, but each chunk of accumulators stays in registers
+simd_dispatch! {
+    /// [`fold_rows`] into `out` (maxima, minima) or `sums` (sums): one thread's range of a
+    /// reduction's columns, its rows `stride` apart.
+    fn fold_column_range(op: ReduceOp, values: &[f32], stride: usize, out: &mut [f32], sums: &mut [f64]) {
+        match op {
+            ReduceOp::Sum => fold_rows(values, stride, sums, |s, x| s + x as f64),
+            _ => fold_rows(values, stride, out, |m, x| reduce_step_f32(op, m, x)),
+        }
+    }
+}
+
+/// A reduction of a stored tensor over its leading axes (`span` values per group of `inner`
+/// outputs), with its columns shared between threads: each piece is a range of whole chunks of
+/// columns over all the rows of one group, so every output takes its values in the same order
+/// on any number of threads.
+fn fold_columns_in_parallel(
+    op: ReduceOp,
+    input: &[f32],
+    (inner, span): (usize, usize),
+    out: &mut [f32],
+    sums: &mut [f64],
+) {
+    let rows = span / inner;
+    let width = PARALLEL_CHUNK.div_ceil(rows).next_multiple_of(64).min(inner);
+    // (first value, end of its group, outputs, sums) of each piece.
+    let mut pieces = Vec::new();
+    let mut sum_rows = sums.chunks_mut(inner);
+    for (g, outs) in out.chunks_mut(inner).enumerate() {
+        let mut sum_pieces = sum_rows.next().map(|s| s.chunks_mut(width));
+        for (i, outs) in outs.chunks_mut(width).enumerate() {
+            let sums = sum_pieces.as_mut().and_then(Iterator::next).unwrap_or_default();
+            pieces.push((g * span + i * width, (g + 1) * span, outs, sums));
+        }
+    }
+    parallel::for_each_mut(&mut pieces, &|_, (start, end, outs, sums)| {
+        fold_column_range(op, &input[*start..*end], inner, outs, sums);
+    });
+}
+
+/// Folds rows as wide as `acc` (each `stride` values from the last in `values`, the first at its
+/// start, as many as it holds) into `acc`, each column's values in row order: the same steps as row by row, but each chunk of accumulators stays in registers
 /// across the rows instead of being stored and reloaded for every row. Row by row, a bias
 /// gradient's sums over `[128, 512]` ran at 6 cycles per 8 values, bound by those stores.
 #[inline(always)]
-fn fold_rows<T: Copy>(values: &[f32], acc: &mut [T], step: impl Fn(T, f32) -> T) {
+fn fold_rows<T: Copy>(values: &[f32], stride: usize, acc: &mut [T], step: impl Fn(T, f32) -> T) {
     /// Accumulators per chunk: eight vectors of f64 sums (or four of f32 maxima).
     const CHUNK: usize = 64;
-    let inner = acc.len();
+    let width = acc.len();
+    let rows = || values.chunks(stride).map(|row| &row[..width]);
     let mut chunks = acc.chunks_exact_mut(CHUNK);
     for (c, chunk) in chunks.by_ref().enumerate() {
         let mut regs: [T; CHUNK] = std::array::from_fn(|i| chunk[i]);
-        for row in values.chunks_exact(inner) {
+        for row in rows() {
             let row: &[f32; CHUNK] = row[c * CHUNK..][..CHUNK].try_into().expect("a whole chunk");
             for (r, &x) in regs.iter_mut().zip(row) {
                 *r = step(*r, x);
@@ -1218,8 +1258,8 @@ fn fold_rows<T: Copy>(values: &[f32], acc: &mut [T], step: impl Fn(T, f32) -> T)
         }
         chunk.copy_from_slice(&regs);
     }
-    let done = inner - chunks.into_remainder().len();
-    for row in values.chunks_exact(inner) {
+    let done = width - chunks.into_remainder().len();
+    for row in rows() {
         for (a, &x) in acc[done..].iter_mut().zip(&row[done..]) {
             *a = step(*a, x);
         }
