@@ -13,6 +13,12 @@ minute to the next, a ratio of two figures taken minutes apart says more about t
 about either library. The row shows the medians of both sides' times and of the ratios, and the
 lowest and highest ratio.
 
+    python3 benches/compare_pytorch.py --ops [--threads N] [--rounds R]
+
+compares everyday ops instead (benches/ops_vs_pytorch.rs against `OPS` below, the same names):
+each round times all of teenygrad's, then all of PyTorch's (under `no_grad`), each op the
+fastest of five runs of about 20 ms.
+
 Not part of `cargo test`. Without PyTorch it prints teenygrad's figures and says PyTorch was
 skipped.
 """
@@ -34,6 +40,27 @@ INFERENCE = [
     ("mlp 784-512-256-10 b1", [784, 512, 256, 10], 1),
 ]
 UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+# Names as benches/ops_vs_pytorch.rs prints them; each takes the inputs `torch_inputs` makes.
+OPS = [
+    ("add [1024, 1024]", lambda t: t["x"] + t["y"]),
+    ("bias add [1024, 1024] + [1024]", lambda t: t["x"] + t["bias"]),
+    ("exp [1024, 1024]", lambda t: t["x"].exp()),
+    ("tanh [1024, 1024]", lambda t: t["x"].tanh()),
+    ("sigmoid [1024, 1024]", lambda t: t["x"].sigmoid()),
+    ("gelu [1024, 1024]", lambda t: t["F"].gelu(t["x"])),
+    ("exp of a transposed [1024, 1024]", lambda t: t["x"].t().exp()),
+    ("sum [1024, 1024]", lambda t: t["x"].sum()),
+    ("row sums [1024, 1024]", lambda t: t["x"].sum(1)),
+    ("column sums [1024, 1024]", lambda t: t["x"].sum(0)),
+    ("row maxima [1024, 1024]", lambda t: t["x"].amax(1)),
+    ("batch mean [4096, 256]", lambda t: t["tall"].mean(0)),
+    ("softmax [1024, 1024]", lambda t: t["x"].softmax(1)),
+    ("log_softmax [1024, 1024]", lambda t: t["x"].log_softmax(1)),
+    ("softmax [64, 256]", lambda t: t["small"].softmax(1)),
+    ("log_softmax [64, 256]", lambda t: t["small"].log_softmax(1)),
+    ("cross entropy [1024, 100]", lambda t: t["F"].cross_entropy(t["logits"], t["labels"])),
+    ("layer norm [1024, 1024]", lambda t: t["norm"](t["x"])),
+]
 
 
 def teenygrad_time(name, threads):
@@ -111,6 +138,84 @@ def torch_inference_time(sizes, batch, threads):
     return median_time(forward)
 
 
+def teenygrad_op_times(threads):
+    """Runs benches/ops_vs_pytorch.rs once and returns its time per op, in seconds."""
+    command = ["cargo", "bench", "--bench", "ops_vs_pytorch"]
+    env = dict(os.environ, TEENYGRAD_THREADS=str(threads))
+    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
+    times = {}
+    for line in out.splitlines():
+        match = re.fullmatch(r"(.+): (\S+) s", line.strip())
+        if match:
+            times[match.group(1)] = float(match.group(2))
+    return times
+
+
+def torch_inputs(threads):
+    import torch
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(7)
+    return {
+        "x": torch.randn(1024, 1024),
+        "y": torch.randn(1024, 1024),
+        "bias": torch.randn(1024),
+        "tall": torch.randn(4096, 256),
+        "small": torch.randn(64, 256),
+        "logits": torch.randn(1024, 100),
+        "labels": torch.arange(1024) * 37 % 100,
+        "norm": torch.nn.LayerNorm(1024),
+        "F": torch.nn.functional,
+    }
+
+
+def fastest_time(run):
+    """The fastest of 5 runs of as many calls as fill about 20 ms, per call."""
+    run()
+    start = time.perf_counter()
+    run()
+    once = max(time.perf_counter() - start, 1e-7)
+    calls = min(max(int(0.02 / once), 3), 20000)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(calls):
+            run()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best
+
+
+def compare_ops(threads, rounds, have_torch):
+    ours = {name: [] for name, _ in OPS}
+    theirs = {name: [] for name, _ in OPS}
+    if have_torch:
+        import torch
+
+        inputs = torch_inputs(threads)
+    for _ in range(rounds):
+        for name, seconds in teenygrad_op_times(threads).items():
+            ours.setdefault(name, []).append(seconds)
+        if have_torch:
+            with torch.no_grad():
+                for name, op in OPS:
+                    theirs[name].append(fastest_time(lambda: op(inputs)))
+    print(f"{'op':<36}{'teenygrad':>12}{'pytorch':>12}{'ratio':>8}{'range':>14}", flush=True)
+    for name, _ in OPS:
+        if not ours.get(name):
+            print(f"{name}: no teenygrad figure in the bench output", file=sys.stderr)
+            continue
+        if theirs[name]:
+            ratios = [a / b for a, b in zip(ours[name], theirs[name])]
+            spread = f"{min(ratios):.2f}–{max(ratios):.2f}"
+            print(
+                f"{name:<36}{median(ours[name]) * 1e6:>10.1f}µs{median(theirs[name]) * 1e6:>10.1f}µs"
+                f"{median(ratios):>8.2f}{spread:>14}",
+                flush=True,
+            )
+        else:
+            print(f"{name:<36}{median(ours[name]) * 1e6:>10.1f}µs{'-':>12}{'-':>8}", flush=True)
+
+
 def median(values):
     return sorted(values)[len(values) // 2]
 
@@ -146,6 +251,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=1, help="threads for both (default 1)")
     parser.add_argument("--rounds", type=int, default=5, help="pairs of timings per row (default 5)")
+    parser.add_argument("--ops", action="store_true", help="compare everyday ops, not the MLP")
     args = parser.parse_args()
     try:
         import torch  # noqa: F401
@@ -155,6 +261,9 @@ def main():
         have_torch = False
         print("PyTorch is not installed: showing teenygrad's figures only.", file=sys.stderr)
     threads, rounds = args.threads, max(args.rounds, 1)
+    if args.ops:
+        compare_ops(threads, rounds, have_torch)
+        return
     step = have_torch and (lambda sizes, batch: torch_step_time(sizes, batch, threads))
     forward = have_torch and (lambda sizes, batch: torch_inference_time(sizes, batch, threads))
     print_rows("train step", STEPS, "train step", threads, rounds, step)

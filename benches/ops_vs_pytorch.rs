@@ -1,0 +1,139 @@
+//! Everyday ops through the Tensor API, each built and realized on values already realized, timed
+//! for `benches/compare_pytorch.py --ops`, which times the same ops in PyTorch (its `OPS` list has
+//! the same names, in the same order) and prints the ratios. Run on its own, it prints each op's
+//! time:
+//!
+//!     cargo bench --bench ops_vs_pytorch
+//!
+//! Each time is the fastest of five rounds of as many repetitions as fill about 20 ms.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use teenygrad::nn::{Detach, LayerNorm, Module};
+use teenygrad::prelude::*;
+
+/// An op's name, as `compare_pytorch.py` lists it, and a call that builds and realizes it.
+type Op<'a> = (&'static str, Box<dyn Fn() + 'a>);
+
+/// Seconds per call of `op`, the fastest of five rounds.
+fn time(op: &dyn Fn()) -> f64 {
+    op();
+    let started = Instant::now();
+    op();
+    let once = started.elapsed().as_secs_f64().max(1e-7);
+    let repetitions = ((0.02 / once) as usize).clamp(3, 20_000);
+    (0..5)
+        .map(|_| {
+            let started = Instant::now();
+            for _ in 0..repetitions {
+                op();
+            }
+            started.elapsed().as_secs_f64() / repetitions as f64
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn main() {
+    let mut rng = StdRng::seed_from_u64(7);
+    let x = Tensor::<Rank2<1024, 1024>>::randn(&mut rng).realize();
+    let y = Tensor::<Rank2<1024, 1024>>::randn(&mut rng).realize();
+    let bias = Tensor::<Rank1<1024>>::randn(&mut rng).realize();
+    let tall = Tensor::<Rank2<4096, 256>>::randn(&mut rng).realize();
+    let small = Tensor::<Rank2<64, 256>>::randn(&mut rng).realize();
+    let logits = Tensor::<Rank2<1024, 100>>::randn(&mut rng).realize();
+    let labels = Labels::new((0..1024).map(|i| i * 37 % 100).collect(), Const).expect("labels in range");
+    let norm = LayerNorm::<1024>::new().detached();
+
+    // Names as in `compare_pytorch.py`'s `OPS`.
+    let ops: Vec<Op> = vec![
+        (
+            "add [1024, 1024]",
+            Box::new(|| drop(black_box(x.add(&y).realize()))),
+        ),
+        (
+            "bias add [1024, 1024] + [1024]",
+            Box::new(|| drop(black_box(x.add(&bias).realize()))),
+        ),
+        (
+            "exp [1024, 1024]",
+            Box::new(|| drop(black_box(x.exp().realize()))),
+        ),
+        (
+            "tanh [1024, 1024]",
+            Box::new(|| drop(black_box(x.tanh().realize()))),
+        ),
+        (
+            "sigmoid [1024, 1024]",
+            Box::new(|| drop(black_box(x.sigmoid().realize()))),
+        ),
+        (
+            "gelu [1024, 1024]",
+            Box::new(|| drop(black_box(x.gelu().realize()))),
+        ),
+        (
+            "exp of a transposed [1024, 1024]",
+            Box::new(|| drop(black_box(x.t().exp().realize()))),
+        ),
+        (
+            "sum [1024, 1024]",
+            Box::new(|| drop(black_box(x.sum_all().realize()))),
+        ),
+        (
+            "row sums [1024, 1024]",
+            Box::new(|| drop(black_box(x.sum::<Axis<1>>().realize()))),
+        ),
+        (
+            "column sums [1024, 1024]",
+            Box::new(|| drop(black_box(x.sum::<Axis<0>>().realize()))),
+        ),
+        (
+            "row maxima [1024, 1024]",
+            Box::new(|| drop(black_box(x.max::<Axis<1>>().realize()))),
+        ),
+        (
+            "batch mean [4096, 256]",
+            Box::new(|| drop(black_box(tall.mean::<Axis<0>>().realize()))),
+        ),
+        (
+            "softmax [1024, 1024]",
+            Box::new(|| drop(black_box(x.softmax::<Axis<1>>().realize()))),
+        ),
+        (
+            "log_softmax [1024, 1024]",
+            Box::new(|| drop(black_box(x.log_softmax::<Axis<1>>().realize()))),
+        ),
+        (
+            "softmax [64, 256]",
+            Box::new(|| drop(black_box(small.softmax::<Axis<1>>().realize()))),
+        ),
+        (
+            "log_softmax [64, 256]",
+            Box::new(|| drop(black_box(small.log_softmax::<Axis<1>>().realize()))),
+        ),
+        (
+            "cross entropy [1024, 100]",
+            Box::new(|| {
+                drop(black_box(
+                    cross_entropy(&logits, &labels).expect("labels fit").realize(),
+                ))
+            }),
+        ),
+        (
+            "layer norm [1024, 1024]",
+            Box::new(|| drop(black_box(norm.forward(x.clone()).realize()))),
+        ),
+    ];
+    // `cargo bench` passes `--bench`; any other argument names the ops to run.
+    let only: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    for (name, op) in &ops {
+        if only.is_empty() || only.iter().any(|o| o == name) {
+            println!("{name}: {:.3e} s", time(op));
+        }
+    }
+}
