@@ -335,6 +335,33 @@ fn large_transposed_reads() {
     );
 }
 
+#[test]
+fn views_with_long_consecutive_runs() {
+    // Views whose trailing axes hold runs of at least a block of consecutive values, which
+    // kernels read where they lie, gathering only blocks that cross from one run to the next:
+    // a slice of wider rows, a permutation that keeps the last axes, and the sums over all but
+    // the channel axis of an NCHW batch (the reduced axes iterated after the kept one). Against
+    // the reference: exact ops bit for bit, sums and maxima within their bounds.
+    let mut rng = rng(16);
+    let wide = leaf(&mut rng, &[5, 2600], Values::Uniform(-3.0, 3.0));
+    let slice = wide.shrink(&[(1, 5), (300, 2400)]);
+    check_exact(
+        "slice of wider rows * 2",
+        &slice.mul(&LazyBuffer::full(&[4, 2100], 2.0)),
+    );
+    check_reduce("row sums of a slice", &slice, ReduceOp::Sum, &[1]);
+    check_reduce("column maxima of a slice", &slice, ReduceOp::Max, &[0]);
+    let kept = leaf(&mut rng, &[4, 3, 1100], Values::Uniform(-3.0, 3.0)).permute(&[1, 0, 2]);
+    check_exact(
+        "permuted outer axes + 1",
+        &kept.add(&LazyBuffer::full(&[3, 4, 1100], 1.0)),
+    );
+    let nchw = leaf(&mut rng, &[3, 5, 40, 40], Values::Uniform(-3.0, 3.0));
+    for op in [ReduceOp::Sum, ReduceOp::Max] {
+        check_reduce(&format!("{op:?} over N, H, W"), &nchw, op, &[0, 2, 3]);
+    }
+}
+
 /// Box–Muller in f64 from pairs of uniform draws, cosine's sample first, the last sine's
 /// dropped for an odd count: the sequence `rand_normal` has always drawn (a seeded model's
 /// initial weights depend on it).

@@ -127,8 +127,52 @@ enum LeafAccess<'a> {
     Periodic { tile: AlignedBlock, period: usize },
     /// All of it, copied row-major in tiles before the first block (a large transpose).
     Copied(Storage),
+    /// Runs of at least a block of consecutive values (the view's trailing axes that lie in
+    /// order, of this length: a slice of wider rows, or reduced axes in order after kept ones):
+    /// a block within one run is read where it lies, one that crosses runs is gathered.
+    Rows(Cow<'a, View>, usize),
     /// Anything else, gathered per block (the view in iteration order).
     Strided(Cow<'a, View>),
+}
+
+impl LeafAccess<'_> {
+    /// Whether the block `start..start + len` is gathered before it is read.
+    fn gathers(&self, start: usize, len: usize) -> bool {
+        match self {
+            LeafAccess::Strided(_) => true,
+            LeafAccess::Rows(view, run) => row_position(view, *run, start, len).is_none(),
+            _ => false,
+        }
+    }
+}
+
+/// How many consecutive values `view`'s trailing axes hold where they lie in order (the last
+/// with stride 1, each before it stepping over all of the next).
+fn consecutive_run(view: &View) -> usize {
+    let (shape, strides) = (view.shape(), view.strides());
+    let mut run = 1;
+    for (&dim, &stride) in shape.iter().zip(strides).rev() {
+        if stride != run as isize {
+            break;
+        }
+        run *= dim;
+    }
+    run
+}
+
+/// Where the block `start..start + len` of `view` (row-major over its shape) lies in its buffer,
+/// if it lies within one of its runs of `run` consecutive values.
+fn row_position(view: &View, run: usize, start: usize, len: usize) -> Option<usize> {
+    if start % run + len > run {
+        return None;
+    }
+    let shape = view.shape();
+    let (mut rest, mut position) = (start, view.offset());
+    for (&dim, &stride) in shape.iter().zip(view.strides()).rev() {
+        position += (rest % dim) as isize * stride;
+        rest /= dim;
+    }
+    Some(position as usize)
 }
 
 impl FusedKernel {
@@ -190,6 +234,10 @@ impl FusedKernel {
                     }
                 } else if let Some(tiling) = tiling(&view) {
                     LeafAccess::Copied(gather_tiled(&leaf.buf, &view, tiling))
+                } else if let Some(run) =
+                    Some(consecutive_run(&view)).filter(|&run| run >= BLOCK && view.mask().is_none())
+                {
+                    LeafAccess::Rows(view, run)
                 } else {
                     LeafAccess::Strided(view)
                 }
@@ -454,7 +502,7 @@ impl Plan<'_> {
             }
         }));
         gathered.extend(self.access.iter().map(|a| match a {
-            LeafAccess::Strided(_) => scratch_block(len),
+            LeafAccess::Strided(_) | LeafAccess::Rows(..) => scratch_block(len),
             _ => AlignedBlock::default(),
         }));
         Blocks {
@@ -663,7 +711,9 @@ impl Blocks<'_> {
         let kernel = plan.kernel;
         let leaves = kernel.leaves.len();
         for ((scratch, a), leaf) in self.gathered.iter_mut().zip(&plan.access).zip(&kernel.leaves) {
-            if let LeafAccess::Strided(view) = a {
+            if let LeafAccess::Strided(view) | LeafAccess::Rows(view, _) = a
+                && a.gathers(start, len)
+            {
                 gather(&leaf.buf, view, start, &mut scratch.values_mut()[..len]);
             }
         }
@@ -720,6 +770,10 @@ fn leaf_block<'a>(
         LeafAccess::Contiguous(off) => &leaf.buf[off + start..off + start + len],
         LeafAccess::Periodic { tile, period } => &tile.values()[start % period..][..len],
         LeafAccess::Copied(values) => &values[start..start + len],
+        LeafAccess::Rows(view, run) => match row_position(view, *run, start, len) {
+            Some(position) => &leaf.buf[position..position + len],
+            None => &gathered[v].values()[..len],
+        },
         LeafAccess::Strided(_) => &gathered[v].values()[..len],
     }
 }
