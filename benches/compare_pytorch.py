@@ -204,20 +204,25 @@ def compare_ops(threads, rounds, have_torch):
         if not ours.get(name):
             print(f"{name}: no teenygrad figure in the bench output", file=sys.stderr)
             continue
-        if theirs[name]:
-            ratios = [a / b for a, b in zip(ours[name], theirs[name])]
-            spread = f"{min(ratios):.2f}–{max(ratios):.2f}"
-            print(
-                f"{name:<36}{median(ours[name]) * 1e6:>10.1f}µs{median(theirs[name]) * 1e6:>10.1f}µs"
-                f"{median(ratios):>8.2f}{spread:>14}",
-                flush=True,
-            )
-        else:
-            print(f"{name:<36}{median(ours[name]) * 1e6:>10.1f}µs{'-':>12}{'-':>8}", flush=True)
+        print_row(name, 36, ours[name], theirs[name])
 
 
 def median(values):
     return sorted(values)[len(values) // 2]
+
+
+def print_row(name, width, ours, theirs):
+    """One row: the medians of both sides' times, and of the ratios of each pair with their range."""
+    if theirs:
+        ratios = [a / b for a, b in zip(ours, theirs)]
+        spread = f"{min(ratios):.2f}–{max(ratios):.2f}"
+        print(
+            f"{name:<{width}}{median(ours) * 1e6:>10.1f}µs{median(theirs) * 1e6:>10.1f}µs"
+            f"{median(ratios):>8.2f}{spread:>14}",
+            flush=True,
+        )
+    else:
+        print(f"{name:<{width}}{median(ours) * 1e6:>10.1f}µs{'-':>12}{'-':>8}", flush=True)
 
 
 def print_rows(title, rows, suffix, threads, rounds, torch_time):
@@ -235,16 +240,7 @@ def print_rows(title, rows, suffix, threads, rounds, torch_time):
         if not ours:
             print(f"{bench}: no teenygrad figure in the bench output", file=sys.stderr)
             continue
-        if theirs:
-            ratios = [a / b for a, b in zip(ours, theirs)]
-            spread = f"{min(ratios):.2f}–{max(ratios):.2f}"
-            print(
-                f"{name:<28}{median(ours) * 1e6:>10.1f}µs{median(theirs) * 1e6:>10.1f}µs"
-                f"{median(ratios):>8.2f}{spread:>14}",
-                flush=True,
-            )
-        else:
-            print(f"{name:<28}{median(ours) * 1e6:>10.1f}µs{'-':>12}{'-':>8}", flush=True)
+        print_row(name, 28, ours, theirs)
 
 
 def main():

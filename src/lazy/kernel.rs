@@ -1211,7 +1211,9 @@ simd_dispatch! {
                 let (len, at) = (rows * inner, pos - start);
                 let rows = &values[at..at + len];
                 match op {
-                    ReduceOp::Sum => fold_rows(rows, inner, &mut sums[first..first + inner], |s, x| s + x as f64),
+                    ReduceOp::Sum => {
+                        fold_rows(rows, inner, &mut sums[first..first + inner], |s, x| s + x as f64)
+                    }
                     _ => fold_rows(rows, inner, &mut out[first..first + inner], |m, x| {
                         reduce_step_f32(op, m, x)
                     }),
@@ -1292,9 +1294,10 @@ fn fold_columns_in_parallel(
 }
 
 /// Folds rows as wide as `acc` (each `stride` values from the last in `values`, the first at its
-/// start, as many as it holds) into `acc`, each column's values in row order: the same steps as row by row, but each chunk of accumulators stays in registers
-/// across the rows instead of being stored and reloaded for every row. Row by row, a bias
-/// gradient's sums over `[128, 512]` ran at 6 cycles per 8 values, bound by those stores.
+/// start, as many as it holds) into `acc`, each column's values in row order: the same steps as
+/// row by row, but each chunk of accumulators stays in registers across the rows instead of
+/// being stored and reloaded for every row. Row by row, a bias gradient's sums over
+/// `[128, 512]` ran at 6 cycles per 8 values, bound by those stores.
 #[inline(always)]
 fn fold_rows<T: Copy>(values: &[f32], stride: usize, acc: &mut [T], step: impl Fn(T, f32) -> T) {
     /// Accumulators per chunk: eight vectors of f64 sums (or four of f32 maxima).
