@@ -42,6 +42,19 @@ simd_dispatch! {
             let mut row = start / width;
             let mut first = start % width;
             let mut rest = &mut *out;
+            // Rows narrower than a vector (a loss's row statistics across 10 classes): each
+            // row's value stored as one vector, which the next row's overwrites past its width;
+            // a fill per row cost more than the row.
+            if width < LANES {
+                let value = |row: usize| buf[(view.offset() + row as isize * row_stride) as usize];
+                let mut at = 0;
+                while at + LANES <= rest.len() {
+                    let count = width - first;
+                    rest[at..at + LANES].copy_from_slice(&[value(row); LANES]);
+                    (at, row, first) = (at + count, row + 1, 0);
+                }
+                rest = &mut rest[at..];
+            }
             while !rest.is_empty() {
                 let count = rest.len().min(width - first);
                 let (run, more) = rest.split_at_mut(count);
@@ -155,6 +168,9 @@ simd_dispatch! {
         }
     }
 }
+
+/// Values per vector store of a repeated row value (an AVX-512 vector).
+const LANES: usize = 16;
 
 /// The most values [`gather`] takes as one plane of a view's last axes, through a table of their
 /// offsets on the stack.
@@ -367,6 +383,10 @@ mod tests {
                 .shrink(&[(0, 6), (1, 2)])
                 .expand(&[6, 4]),
             View::contiguous(&[4, 1]).expand(&[4, 5]).pad(&[(1, 0), (0, 2)]),
+            // Narrower than a vector store (each row's store overwritten by the next) and not.
+            View::contiguous(&[12, 1]).expand(&[12, 2]),
+            View::contiguous(&[12, 1]).expand(&[12, 15]),
+            View::contiguous(&[30, 1]).expand(&[30, 16]),
         ];
         for view in &views {
             let want = by_position(&buf, view);
