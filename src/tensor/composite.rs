@@ -270,10 +270,14 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
     let batch_size = LazyBuffer::full(&[], batch as f32);
     let losses = sum_exp.unary(UnaryOp::Log).sub(&picked);
     let mean = losses.sum(&[0]).reshape(&[]).div(&batch_size);
+    let x = x.clone();
     let var = Var::record(mean, &[&logits.var], || {
         Box::new(move |g: &LazyBuffer| {
-            // d loss / d x = (softmax(x) - one_hot) · g / batch.
-            let shape = shifted.shape();
+            // d loss / d x = (softmax(x) - one_hot) · g / batch. `x - m` again, as a node of
+            // its own: the forward's, read here too, would be written out for two kernels (a
+            // kernel of its own in every training step).
+            let shape = x.shape();
+            let shifted = x.sub(&max.expand(shape));
             let softmax = shifted.unary(UnaryOp::Exp).div(&sum_exp.expand(shape));
             let scale = g.div(&batch_size).reshape(&[1, 1]).expand(shape);
             [softmax.sub(&one_hot).mul(&scale)].into()
