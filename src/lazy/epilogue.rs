@@ -194,7 +194,7 @@ impl Epilogue {
         let chunk = super::kernel::PARALLEL_CHUNK;
         if out.len() < 2 * chunk || parallel::threads() == 1 {
             return match mask {
-                Some((scalar, matrix)) => Self::apply_mask(scalar, matrix, out),
+                Some((scalar, matrix)) => apply_mask(scalar, matrix, out),
                 None => self.apply_rows(bias, out, n),
             };
         }
@@ -203,15 +203,10 @@ impl Epilogue {
         parallel::for_each_mut(&mut parts, &|i, part| match mask {
             Some((scalar, matrix)) => {
                 let start = i * rows * n;
-                Self::apply_mask(scalar, &matrix[start..start + part.len()], part)
+                apply_mask(scalar, &matrix[start..start + part.len()], part)
             }
             None => self.apply_rows(bias, part, n),
         });
-    }
-
-    /// `out · (scalar < matrix)` in place (see [`apply_mask`]).
-    fn apply_mask(scalar: f32, matrix: &[f32], out: &mut [f32]) {
-        apply_mask(scalar, matrix, out);
     }
 
     /// [`Epilogue::apply`] on one thread, in pieces of at most a block: whole rows, or parts of
