@@ -1670,6 +1670,20 @@ mod tests {
         }
     }
 
+    /// Ties, zeros of both signs, infinities and NaN: the values whose order shows in a fold of
+    /// maxima or minima.
+    const SPECIALS: [f32; 9] = [
+        0.0,
+        -0.0,
+        1.5,
+        -1.5,
+        3.0,
+        -7.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+    ];
+
     /// Whole runs of every length up to a block, sixteen short ones per lane group or one at a
     /// time: each output has the bits of its run folded one value at a time (a NaN's payload
     /// aside), and a sum is `sum_f32` of its run. Values from small pools, so that which of
@@ -1678,17 +1692,7 @@ mod tests {
     fn whole_runs_fold_as_one_run_at_a_time() {
         let mut next = xorshift(0x51ED_2701);
         let pools: [&[f32]; 4] = [
-            &[
-                0.0,
-                -0.0,
-                1.5,
-                -1.5,
-                3.0,
-                -7.0,
-                f32::INFINITY,
-                f32::NEG_INFINITY,
-                f32::NAN,
-            ],
+            &SPECIALS,
             &[0.0, -0.0, -1.5, f32::NEG_INFINITY],
             &[0.0, -0.0, 1.5, f32::INFINITY],
             &[0.5, -2.25, 1e-30, 7e20, -3e-3],
@@ -1724,17 +1728,7 @@ mod tests {
         // Seeded values with many ties, zeros of both signs, infinities and NaNs, over lengths
         // around the lane count, folded from several starting accumulators.
         let mut next = xorshift(0x9E37_79B9);
-        let pool = [
-            0.0,
-            -0.0,
-            1.5,
-            -1.5,
-            3.0,
-            -7.0,
-            f32::INFINITY,
-            f32::NEG_INFINITY,
-            f32::NAN,
-        ];
+        let pool = SPECIALS;
         for len in (0..200).chain([511, 512, 1023, 1024]) {
             for trial in 0..20 {
                 // Some trials leave out the NaNs, some the zeros, and some make a zero the max or
