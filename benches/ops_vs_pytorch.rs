@@ -47,84 +47,37 @@ fn main() {
     let labels = Labels::new((0..1024).map(|i| i * 37 % 100).collect(), Const).expect("labels in range");
     let norm = LayerNorm::<1024>::new().detached();
 
-    // Names as in `compare_pytorch.py`'s `OPS`.
+    // Each op built and realized, its result dropped; names as in `compare_pytorch.py`'s `OPS`.
+    macro_rules! op {
+        ($name:literal, $tensor:expr) => {
+            (
+                $name,
+                Box::new(|| drop(black_box($tensor.realize()))) as Box<dyn Fn()>,
+            )
+        };
+    }
     let ops: Vec<Op> = vec![
-        (
-            "add [1024, 1024]",
-            Box::new(|| drop(black_box(x.add(&y).realize()))),
-        ),
-        (
-            "bias add [1024, 1024] + [1024]",
-            Box::new(|| drop(black_box(x.add(&bias).realize()))),
-        ),
-        (
-            "exp [1024, 1024]",
-            Box::new(|| drop(black_box(x.exp().realize()))),
-        ),
-        (
-            "tanh [1024, 1024]",
-            Box::new(|| drop(black_box(x.tanh().realize()))),
-        ),
-        (
-            "sigmoid [1024, 1024]",
-            Box::new(|| drop(black_box(x.sigmoid().realize()))),
-        ),
-        (
-            "gelu [1024, 1024]",
-            Box::new(|| drop(black_box(x.gelu().realize()))),
-        ),
-        (
-            "exp of a transposed [1024, 1024]",
-            Box::new(|| drop(black_box(x.t().exp().realize()))),
-        ),
-        (
-            "sum [1024, 1024]",
-            Box::new(|| drop(black_box(x.sum_all().realize()))),
-        ),
-        (
-            "row sums [1024, 1024]",
-            Box::new(|| drop(black_box(x.sum::<Axis<1>>().realize()))),
-        ),
-        (
-            "column sums [1024, 1024]",
-            Box::new(|| drop(black_box(x.sum::<Axis<0>>().realize()))),
-        ),
-        (
-            "row maxima [1024, 1024]",
-            Box::new(|| drop(black_box(x.max::<Axis<1>>().realize()))),
-        ),
-        (
-            "batch mean [4096, 256]",
-            Box::new(|| drop(black_box(tall.mean::<Axis<0>>().realize()))),
-        ),
-        (
-            "softmax [1024, 1024]",
-            Box::new(|| drop(black_box(x.softmax::<Axis<1>>().realize()))),
-        ),
-        (
-            "log_softmax [1024, 1024]",
-            Box::new(|| drop(black_box(x.log_softmax::<Axis<1>>().realize()))),
-        ),
-        (
-            "softmax [64, 256]",
-            Box::new(|| drop(black_box(small.softmax::<Axis<1>>().realize()))),
-        ),
-        (
-            "log_softmax [64, 256]",
-            Box::new(|| drop(black_box(small.log_softmax::<Axis<1>>().realize()))),
-        ),
-        (
+        op!("add [1024, 1024]", x.add(&y)),
+        op!("bias add [1024, 1024] + [1024]", x.add(&bias)),
+        op!("exp [1024, 1024]", x.exp()),
+        op!("tanh [1024, 1024]", x.tanh()),
+        op!("sigmoid [1024, 1024]", x.sigmoid()),
+        op!("gelu [1024, 1024]", x.gelu()),
+        op!("exp of a transposed [1024, 1024]", x.t().exp()),
+        op!("sum [1024, 1024]", x.sum_all()),
+        op!("row sums [1024, 1024]", x.sum::<Axis<1>>()),
+        op!("column sums [1024, 1024]", x.sum::<Axis<0>>()),
+        op!("row maxima [1024, 1024]", x.max::<Axis<1>>()),
+        op!("batch mean [4096, 256]", tall.mean::<Axis<0>>()),
+        op!("softmax [1024, 1024]", x.softmax::<Axis<1>>()),
+        op!("log_softmax [1024, 1024]", x.log_softmax::<Axis<1>>()),
+        op!("softmax [64, 256]", small.softmax::<Axis<1>>()),
+        op!("log_softmax [64, 256]", small.log_softmax::<Axis<1>>()),
+        op!(
             "cross entropy [1024, 100]",
-            Box::new(|| {
-                drop(black_box(
-                    cross_entropy(&logits, &labels).expect("labels fit").realize(),
-                ))
-            }),
+            cross_entropy(&logits, &labels).expect("labels fit")
         ),
-        (
-            "layer norm [1024, 1024]",
-            Box::new(|| drop(black_box(norm.forward(x.clone()).realize()))),
-        ),
+        op!("layer norm [1024, 1024]", norm.forward(x.clone())),
     ];
     // `cargo bench` passes `--bench`; any other argument names the ops to run.
     let only: Vec<String> = std::env::args()
