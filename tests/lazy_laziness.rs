@@ -16,6 +16,16 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Whether the library splits large work between threads here: as it counts them,
+/// `TEENYGRAD_THREADS` if it is a number, else the machine's available parallelism.
+fn splits_work() -> bool {
+    let available = std::thread::available_parallelism().map_or(1, |p| p.get());
+    let threads = std::env::var("TEENYGRAD_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    threads.unwrap_or(available) > 1
+}
+
 fn ramp(n: usize, shape: &[usize]) -> LazyBuffer {
     LazyBuffer::from_vec((0..n).map(|i| (i % 17) as f32 * 0.25 - 2.0).collect(), shape).unwrap()
 }
@@ -361,8 +371,7 @@ fn a_large_kernel_split_across_threads_equals_small_pieces_bit_for_bit() {
 
     stats::reset();
     let whole = f(&a, &t, &b).to_vec();
-    let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
-    let split = std::env::var("TEENYGRAD_THREADS").map_or(threads > 1, |v| v.parse::<usize>().unwrap() > 1);
+    let split = splits_work();
     assert_eq!(
         stats::get().parallel_jobs,
         2 * u64::from(split),
@@ -402,8 +411,7 @@ fn a_large_matmul_split_across_threads_equals_small_pieces_bit_for_bit() {
     LazyBuffer::realize_all(&[&a, &b]);
     stats::reset();
     let whole = a.matmul(&b).to_vec();
-    let split = std::thread::available_parallelism().map_or(1, |p| p.get()) > 1
-        && std::env::var("TEENYGRAD_THREADS").map_or(true, |v| v != "1");
+    let split = splits_work();
     assert_eq!(stats::get().parallel_jobs > 0, split, "{:?}", stats::get());
     let mut pieces = Vec::with_capacity(m * n);
     for lo in (0..m).step_by(128) {
@@ -428,8 +436,7 @@ fn a_large_matmul_split_across_threads_equals_small_pieces_bit_for_bit() {
 #[test]
 fn a_large_column_reduction_split_across_threads_equals_a_plain_loop() {
     let _serial = serial();
-    let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
-    let split = threads > 1 && std::env::var("TEENYGRAD_THREADS").map_or(true, |v| v != "1");
+    let split = splits_work();
     // One group of 997 columns, and four groups of 200 (a reduction over the middle axis).
     for (shape, axis) in [(vec![300, 997], 0), (vec![4, 300, 200], 1)] {
         let n: usize = shape.iter().product();
@@ -472,8 +479,7 @@ fn a_large_reduction_split_across_threads_equals_its_rows_reduced_alone() {
     for op in [ReduceOp::Sum, ReduceOp::Max] {
         stats::reset();
         let whole = chain8(&x).reduce(op, &[1]).to_vec();
-        let threads = std::thread::available_parallelism().map_or(1, |p| p.get());
-        let split = threads > 1 && std::env::var("TEENYGRAD_THREADS").map_or(true, |v| v != "1");
+        let split = splits_work();
         assert_eq!(stats::get().parallel_jobs > 0, split, "{:?}", stats::get());
         let mut pieces = Vec::with_capacity(rows);
         for lo in (0..rows).step_by(17) {
