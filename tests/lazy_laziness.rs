@@ -262,6 +262,79 @@ fn a_node_with_two_consumers() {
     assert_matches_reference(&y.to_vec(), &want);
 }
 
+/// Softmax over rows, `e / sum(e)` for `e = exp(x - max(x))`, and `e`.
+fn softmax_rows(x: &LazyBuffer) -> (LazyBuffer, LazyBuffer) {
+    let shape = x.shape().to_vec();
+    let e = x.sub(&x.max(&[1]).expand(&shape)).unary(UnaryOp::Exp);
+    (e.div(&e.sum(&[1]).expand(&shape)), e)
+}
+
+fn bits(values: &[f32]) -> Vec<u32> {
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
+#[test]
+fn a_large_node_read_by_several_kernels_is_recomputed_in_each() {
+    let _serial = serial();
+    // 2^19 values: written out and read back twice, `x - max` and its exponentials would be
+    // passes through memory; each of the two kernels that read them computes them instead.
+    let x = ramp(512 * 1024, &[512, 1024]);
+    let (y, e) = softmax_rows(&x);
+    let want = reference::evaluate(&y);
+    stats::reset();
+    y.realize();
+    let ran = stats::get();
+    assert_eq!(ran.kernels, 3, "the max, the sum of exp, the quotient: {ran:?}");
+    assert!(!e.is_realized(), "the exponentials have no buffer");
+    assert_matches_reference(&y.to_vec(), &want);
+    // The same operations in the same order as when `e` is stored first: the same bits.
+    let (stored, e) = softmax_rows(&x);
+    e.realize();
+    assert_eq!(bits(&stored.to_vec()), bits(&y.to_vec()));
+    // A graph of the same structure replays the plan: the same kernels, the same bits.
+    let (again, e) = softmax_rows(&x);
+    stats::reset();
+    again.realize();
+    let ran = stats::get();
+    assert_eq!((ran.kernels, ran.schedules_reused), (3, 1), "{ran:?}");
+    assert!(!e.is_realized());
+    assert_eq!(bits(&again.to_vec()), bits(&y.to_vec()));
+
+    // Below a megabyte, the exponentials are written once and read by both.
+    let x = ramp(64 * 1024, &[64, 1024]);
+    let (y, e) = softmax_rows(&x);
+    stats::reset();
+    y.realize();
+    assert_eq!(stats::get().kernels, 4, "the max, exp, its sum, the quotient");
+    assert!(e.is_realized());
+
+    // Recomputed in up to four kernels; a fifth reader, or an op as costly as a sine, gets a
+    // buffer.
+    let x = ramp(1 << 18, &[1 << 18]);
+    for (op, readers, own_kernel) in [
+        (UnaryOp::Exp, 4, false),
+        (UnaryOp::Exp, 5, true),
+        (UnaryOp::Sin, 2, true),
+    ] {
+        let shared = x.unary(op);
+        let outs: Vec<LazyBuffer> = (0..readers)
+            .map(|k| shared.add(&LazyBuffer::full(&[1 << 18], k as f32)))
+            .collect();
+        stats::reset();
+        LazyBuffer::realize_all(&outs.iter().collect::<Vec<_>>());
+        assert_eq!(
+            stats::get().kernels,
+            readers + own_kernel as u64,
+            "{op:?} read {readers} times"
+        );
+        assert_eq!(shared.is_realized(), own_kernel, "{op:?} read {readers} times");
+        for (k, out) in outs.iter().enumerate() {
+            assert_matches_reference(&out.to_vec(), &reference::evaluate(out));
+            assert_eq!(out.to_vec()[3], shared.to_vec()[3] + k as f32);
+        }
+    }
+}
+
 #[test]
 fn a_node_read_through_a_wide_broadcast_gets_its_own_buffer() {
     let _serial = serial();

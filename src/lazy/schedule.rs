@@ -3,8 +3,9 @@
 //! Grouping rule: an elementwise node joins the kernel of its consumers when all of them are in
 //! one kernel (elementwise, reduce or copy; never a matmul, which needs a buffer), the view it is
 //! read through composes with its own inputs' views, the kernel has fewer than [`MAX_FUSED_OPS`]
-//! operations, and it is not read through a wide broadcast (see [`recomputes_broadcast`]). Every
-//! other node is a kernel of its own, run once and cached.
+//! operations, and it is not read through a wide broadcast (see [`recomputes_broadcast`]). A large
+//! one read by a few kernels is computed inside each of them instead of being stored (see
+//! [`recompute_pays`]). Every other node is a kernel of its own, run once and cached.
 
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use super::epilogue::{self, Epilogue};
 use super::fast_hash::{FastMap, FastSet};
 use super::kernel::{FusedKernel, Instr, Leaf, Program, execute, fill_output, line_aligned_blocks, operands};
 use super::node::{Node, Op};
+use super::ops::{BinaryOp, UnaryOp};
 use super::replay::{KernelPlan, Plans, Signature, Source, Step};
 use super::storage::Storage;
 use super::view::View;
@@ -230,12 +232,72 @@ fn record(node: &Node, output: Storage, ops: usize, trace: Option<(String, Insta
 enum Consumers {
     /// Nothing in the graph (a root).
     None,
-    /// Only nodes of this kernel.
-    OneKernel(usize),
-    /// Several kernels, a matmul (which needs its operands in buffers), or a consumer that
-    /// reads it through a wide broadcast.
+    /// Only nodes of these kernels.
+    Kernels(KernelSet),
+    /// More kernels than a set holds, a matmul (which needs its operands in buffers), or a
+    /// consumer that reads it through a wide broadcast.
     Unfusable,
 }
+
+/// Up to [`KernelSet::CAPACITY`] distinct kernels, by root index.
+#[derive(Clone, Copy)]
+struct KernelSet {
+    ids: [usize; KernelSet::CAPACITY],
+    len: usize,
+}
+
+impl KernelSet {
+    /// A node recomputed in more kernels than this is not worth its repeated work.
+    const CAPACITY: usize = 4;
+
+    fn one(k: usize) -> KernelSet {
+        let mut ids = [0; KernelSet::CAPACITY];
+        ids[0] = k;
+        KernelSet { ids, len: 1 }
+    }
+
+    fn ids(&self) -> &[usize] {
+        &self.ids[..self.len]
+    }
+
+    /// The union of two sets, if it fits.
+    fn union(mut self, other: &KernelSet) -> Option<KernelSet> {
+        for &k in other.ids() {
+            if !self.ids().contains(&k) {
+                *self.ids.get_mut(self.len)? = k;
+                self.len += 1;
+            }
+        }
+        Some(self)
+    }
+}
+
+/// `kernel_of` for an elementwise node computed inside every kernel that reads it, not stored.
+const RECOMPUTED: usize = usize::MAX;
+
+/// True if an elementwise node computing `op` over `values` values, read by several kernels,
+/// costs less computed again in each than written out once and read back by each: when the
+/// buffer would not stay in L2, so writing it and reading it back are passes through memory,
+/// and `op` is cheaper per value than those passes (here about 36 cycles per 16 values, one
+/// thread). Softmax's forward and backward over [1024, 1024] wrote seven kernels' results, two
+/// of them the same `exp(x - max)`; with its nodes recomputed it is four kernels, 0.59 of its
+/// time (0.61–0.69 at [512, 1024] and [2048, 1024]). The forward alone, exponentials once
+/// stored and read twice against computed twice, is a tie (0.85–1.17 over 15 pairs), with one
+/// buffer fewer.
+fn recompute_pays(op: &Op, values: usize) -> bool {
+    let cheap = match op {
+        Op::Unary(u, _) => !matches!(u, UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Erf | UnaryOp::Gelu),
+        Op::Binary(b, _, _) => *b != BinaryOp::Pow,
+        Op::Where(..) => true,
+        _ => false,
+    };
+    cheap && values >= RECOMPUTE_MIN_VALUES
+}
+
+/// The smallest node [`recompute_pays`] recomputes: 1 MiB of values, most of this CPU's 1.25 MiB
+/// L2. Softmax forward and backward, one thread, recomputing against writing out: [64, 256]
+/// 1.12 of its time, [128, 1024] 1.05, [256, 1024] 0.86–0.87.
+const RECOMPUTE_MIN_VALUES: usize = 1 << 18;
 
 /// True if fusing `input`'s node (computing `op`) into a consumer that reads it through
 /// `input`'s view would compute each of its values many times over (the view broadcasts it at
@@ -330,26 +392,35 @@ impl Graph {
         self.kernel_of = (0..n).collect();
         for i in (0..n).rev() {
             let id = self.nodes[i].id;
-            let mut target = None;
-            if self.ops[i].is_elementwise()
-                && !requested.contains(&id)
-                && !forced.contains(&id)
-                && let Consumers::OneKernel(k) = consumed_by[i]
-                && kernel_size[k] < MAX_FUSED_OPS
-            {
-                target = Some(k);
+            let fusable = self.ops[i].is_elementwise() && !requested.contains(&id) && !forced.contains(&id);
+            let fits = |set: &KernelSet| set.ids().iter().all(|&k| kernel_size[k] < MAX_FUSED_OPS);
+            // The kernels that read node `i`'s value: its consumers' if it joins them, else its own.
+            let readers = match consumed_by[i] {
+                Consumers::Kernels(set) if fusable && set.len == 1 && fits(&set) => {
+                    self.kernel_of[i] = set.ids[0];
+                    set
+                }
+                Consumers::Kernels(set)
+                    if fusable && fits(&set) && recompute_pays(&self.ops[i], numel(&self.nodes[i].shape)) =>
+                {
+                    self.kernel_of[i] = RECOMPUTED;
+                    set
+                }
+                _ => KernelSet::one(i),
+            };
+            for &k in readers.ids() {
+                kernel_size[k] += 1;
             }
-            let k = target.unwrap_or(i);
-            self.kernel_of[i] = k;
-            kernel_size[k] += 1;
             let is_matmul = matches!(self.ops[i], Op::MatMul(..));
             for input in self.ops[i].inputs() {
                 if let Some(&j) = self.index.get(&input.node.id) {
                     consumed_by[j] = match consumed_by[j] {
                         _ if is_matmul || recomputes_broadcast(input, &self.ops[j]) => Consumers::Unfusable,
-                        Consumers::None => Consumers::OneKernel(k),
-                        Consumers::OneKernel(other) if other == k => Consumers::OneKernel(k),
-                        _ => Consumers::Unfusable,
+                        Consumers::None => Consumers::Kernels(readers),
+                        Consumers::Kernels(set) => set
+                            .union(&readers)
+                            .map_or(Consumers::Unfusable, Consumers::Kernels),
+                        Consumers::Unfusable => Consumers::Unfusable,
                     };
                 }
             }
@@ -358,7 +429,8 @@ impl Graph {
         for (i, consumers) in consumed_by.into_iter().enumerate() {
             // The same shape: a kernel over part of the product (a shrunk view) would otherwise
             // keep the whole product's buffer as its own.
-            if let (Op::MatMul(..), Consumers::OneKernel(k)) = (&self.ops[i], consumers)
+            if let (Op::MatMul(..), Consumers::Kernels(set)) = (&self.ops[i], consumers)
+                && let &[k] = set.ids()
                 && self.ops[k].is_elementwise()
                 && self.nodes[k].shape == self.nodes[i].shape
                 && self.product_of[k].is_none()
@@ -604,8 +676,10 @@ impl Builder<'_> {
         }
         let position = self.graph.index.get(&node.id).copied();
         // A matmul belonging to this kernel is read from its buffer, like any other kernel's.
-        let here = position
-            .filter(|&j| self.graph.kernel_of[j] == self.kernel && self.graph.ops[j].is_elementwise());
+        let here = position.filter(|&j| {
+            let k = self.graph.kernel_of[j];
+            (k == self.kernel || k == RECOMPUTED) && self.graph.ops[j].is_elementwise()
+        });
         let value = match here {
             Some(j) if !node.is_realized() => self.fused(j, &access)?,
             _ => {
