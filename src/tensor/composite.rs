@@ -47,12 +47,12 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     {
         let axes = Ax::indices();
         let m = reduce_back(&self.var.detach(), ReduceOp::Max, &axes);
-        // `exp(x - m)` twice, as two nodes, as in `log_softmax`: one node read by both the sum's
-        // kernel and the result's was written out and read back (1.20 against 1.10 ms for
-        // [1024, 1024] in criterion).
-        let e = || self.var.binary(BinaryOp::Sub, &m).unary(UnaryOp::Exp);
-        let total = reduce_back(&e(), ReduceOp::Sum, &axes);
-        Tensor::from_var(self.shape, e().binary(BinaryOp::Div, &total))
+        // One node: from 2^18 values the scheduler computes it in both kernels that read it,
+        // below that it is stored once (two nodes, each exponential computed twice, cost 10–20 %
+        // there).
+        let e = self.var.binary(BinaryOp::Sub, &m).unary(UnaryOp::Exp);
+        let total = reduce_back(&e, ReduceOp::Sum, &axes);
+        Tensor::from_var(self.shape, e.binary(BinaryOp::Div, &total))
     }
 
     /// `x - logsumexp(x)` over `Ax`, computed as `(x - m) - log Σ exp(x - m)` with `m` the maximum:
