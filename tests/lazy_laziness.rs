@@ -262,6 +262,32 @@ fn a_node_with_two_consumers() {
     assert_matches_reference(&y.to_vec(), &want);
 }
 
+#[test]
+fn the_same_op_on_the_same_values_runs_once_per_kernel() {
+    let _serial = serial();
+    let x = ramp(200, &[10, 20]);
+    // `sigmoid(x)·(1 - sigmoid(x))` written with two sigmoid nodes, and `exp(x) + exp(x)`
+    // through a view each: one sigmoid, one exp.
+    let s = x.shape().to_vec();
+    let sigmoid = || x.unary(UnaryOp::Sigmoid);
+    let slope = sigmoid().mul(&LazyBuffer::full(&s, 1.0).sub(&sigmoid()));
+    let want = reference::evaluate(&slope);
+    stats::reset();
+    slope.realize();
+    assert_eq!(stats::get().ops_fused, 3, "sigmoid, sub, mul: {:?}", stats::get());
+    assert_matches_reference(&slope.to_vec(), &want);
+
+    let t = x.permute(&[1, 0]);
+    let doubled = t.unary(UnaryOp::Exp).add(&t.unary(UnaryOp::Exp)).sum(&[0]);
+    stats::reset();
+    doubled.realize();
+    assert_eq!(stats::get().ops_fused, 3, "exp, add, sum: {:?}", stats::get());
+    // `e + e` is `2e` exactly, so each row sum is twice the exponentials' sum.
+    let single = t.unary(UnaryOp::Exp).sum(&[0]).to_vec();
+    let twice: Vec<f32> = single.iter().map(|v| 2.0 * v).collect();
+    assert_eq!(bits(&doubled.to_vec()), bits(&twice));
+}
+
 /// Softmax over rows, `e / sum(e)` for `e = exp(x - max(x))`, and `e`.
 fn softmax_rows(x: &LazyBuffer) -> (LazyBuffer, LazyBuffer) {
     let shape = x.shape().to_vec();

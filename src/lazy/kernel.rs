@@ -52,7 +52,7 @@ pub(crate) struct Leaf {
 
 /// One step of a kernel program. Operands index the kernel's values: leaves first, then the
 /// results of earlier instructions.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Instr {
     Unary(UnaryOp, usize),
     Binary(BinaryOp, usize, usize),

@@ -615,6 +615,7 @@ impl Graph {
             slots,
             leaves: Vec::new(),
             program: Vec::new(),
+            emitted: FastMap::default(),
             memo,
             structural: true,
         };
@@ -660,6 +661,10 @@ struct Builder<'g> {
     slots: &'g FastMap<u64, usize>,
     leaves: Vec<(Source, View)>,
     program: Vec<Instr>,
+    /// Each instruction emitted, by its op and operands: two nodes computing the same thing
+    /// from the same values (a composite's forward and its gradient each building `exp(x -
+    /// max)`) share one result.
+    emitted: FastMap<Instr, usize>,
     memo: &'g mut FastMap<(u64, View), usize>,
     /// False once the plan reads a node of its own kernel as a buffer (another thread realized
     /// it meanwhile): another graph of this structure would not have that buffer.
@@ -713,8 +718,7 @@ impl Builder<'_> {
             (Op::Where(..), &[c, x, y]) => Instr::Where(c, x, y),
             _ => unreachable!("only elementwise nodes are fused"),
         };
-        self.program.push(instr);
-        let value = self.program.len() - 1;
+        let value = self.emit(instr);
         // A padded `access` pushes its mask down to the leaves, which then read 0 in the padding;
         // the op itself must still give 0 there. Unless it maps zeros to +0 (then, by induction
         // over the fused inputs, it already does), select 0 through a mask leaf: `where(m, v, m)`
@@ -722,10 +726,17 @@ impl Builder<'_> {
         if access.mask().is_some() && !op.preserves_zero() {
             self.leaves.push((Source::One, access.mask_only()));
             let mask = usize::MAX - (self.leaves.len() - 1);
-            self.program.push(Instr::Where(mask, value, mask));
-            return Ok(self.program.len() - 1);
+            return Ok(self.emit(Instr::Where(mask, value, mask)));
         }
         Ok(value)
+    }
+
+    /// The value of `instr`: an identical instruction's already emitted, or its own.
+    fn emit(&mut self, instr: Instr) -> usize {
+        *self.emitted.entry(instr).or_insert_with(|| {
+            self.program.push(instr);
+            self.program.len() - 1
+        })
     }
 
     /// Renumbers values: leaves `0..L`, instruction `i` is `L + i`.
