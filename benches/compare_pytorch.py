@@ -60,7 +60,20 @@ OPS = [
     ("log_softmax [64, 256]", lambda t: t["small"].log_softmax(1)),
     ("cross entropy [1024, 100]", lambda t: t["F"].cross_entropy(t["logits"], t["labels"])),
     ("layer norm [1024, 1024]", lambda t: t["norm"](t["x"])),
+    ("softmax forward and backward [1024, 1024]", lambda t: input_gradient(t, lambda x: x.softmax(1))),
+    ("layer norm forward and backward [1024, 1024]", lambda t: input_gradient(t, t["norm"])),
 ]
+
+
+def input_gradient(t, f):
+    """The gradient of `sum(f(x) * y)` with respect to a fresh copy of `x` (the layer norm's own
+    parameters take none, as in the Rust bench, where they are detached)."""
+    import torch
+
+    with torch.enable_grad():
+        x = t["x"].detach().requires_grad_()
+        (f(x) * t["y"]).sum().backward()
+        return x.grad
 
 
 def teenygrad_time(name, threads):
@@ -164,7 +177,7 @@ def torch_inputs(threads):
         "small": torch.randn(64, 256),
         "logits": torch.randn(1024, 100),
         "labels": torch.arange(1024) * 37 % 100,
-        "norm": torch.nn.LayerNorm(1024),
+        "norm": torch.nn.LayerNorm(1024).requires_grad_(False),
         "F": torch.nn.functional,
     }
 
@@ -199,12 +212,12 @@ def compare_ops(threads, rounds, have_torch):
             with torch.no_grad():
                 for name, op in OPS:
                     theirs[name].append(fastest_time(lambda: op(inputs)))
-    print(f"{'op':<36}{'teenygrad':>12}{'pytorch':>12}{'ratio':>8}{'range':>14}", flush=True)
+    print(f"{'op':<46}{'teenygrad':>12}{'pytorch':>12}{'ratio':>8}{'range':>14}", flush=True)
     for name, _ in OPS:
         if not ours.get(name):
             print(f"{name}: no teenygrad figure in the bench output", file=sys.stderr)
             continue
-        print_row(name, 36, ours[name], theirs[name])
+        print_row(name, 46, ours[name], theirs[name])
 
 
 def median(values):

@@ -36,6 +36,17 @@ fn time(op: &dyn Fn()) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// The gradient of `Σ f(x)·w` with respect to `x`, from a fresh tracked copy of `x`: a layer's
+/// forward and backward pass as training runs them.
+fn input_gradient<F>(x: &Tensor<Rank2<1024, 1024>>, w: &Tensor<Rank2<1024, 1024>>, f: F)
+where
+    F: Fn(Tensor<Rank2<1024, 1024>, Tracked>) -> Tensor<Rank2<1024, 1024>, Tracked>,
+{
+    let x = x.clone().requires_grad();
+    f(x.clone()).mul(w).sum_all().backward();
+    drop(black_box(x.grad()));
+}
+
 fn main() {
     let mut rng = StdRng::seed_from_u64(7);
     let x = Tensor::<Rank2<1024, 1024>>::randn(&mut rng).realize();
@@ -78,6 +89,14 @@ fn main() {
             cross_entropy(&logits, &labels).expect("labels fit")
         ),
         op!("layer norm [1024, 1024]", norm.forward(x.clone())),
+        (
+            "softmax forward and backward [1024, 1024]",
+            Box::new(|| input_gradient(&x, &y, |x| x.softmax::<Axis<1>>())),
+        ),
+        (
+            "layer norm forward and backward [1024, 1024]",
+            Box::new(|| input_gradient(&x, &y, |x| norm.forward(x))),
+        ),
     ];
     // `cargo bench` passes `--bench`; any other argument names the ops to run.
     let only: Vec<String> = std::env::args()
