@@ -1,6 +1,7 @@
 //! Laziness, fusion, caching and memory of the lazy buffer: nothing runs before a read, chains
-//! fuse into one kernel, realized graphs free their inputs, realizing twice does nothing, and
-//! very deep graphs neither overflow the stack when realized nor when dropped.
+//! fuse into one kernel, shared nodes are stored or recomputed by size and repeated instructions
+//! run once, realized graphs free their inputs, realizing twice does nothing, and very deep graphs
+//! neither overflow the stack when realized nor when dropped.
 //!
 //! `stats` counters are per thread, so they are exact here whatever runs alongside. The count of
 //! live nodes (`nodes_alive`) is process-wide: every test in this file (its own process) takes

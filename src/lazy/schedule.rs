@@ -285,13 +285,13 @@ const RECOMPUTED: usize = usize::MAX;
 /// stored and read twice against computed twice, is a tie (0.85–1.17 over 15 pairs), with one
 /// buffer fewer.
 fn recompute_pays(op: &Op, values: usize) -> bool {
-    let cheap = match op {
+    let cheap_enough = match op {
         Op::Unary(u, _) => !matches!(u, UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Erf | UnaryOp::Gelu),
         Op::Binary(b, _, _) => *b != BinaryOp::Pow,
         Op::Where(..) => true,
         _ => false,
     };
-    cheap && values >= RECOMPUTE_MIN_VALUES
+    cheap_enough && values >= RECOMPUTE_MIN_VALUES
 }
 
 /// The smallest node [`recompute_pays`] recomputes: 1 MiB of values, most of this CPU's 1.25 MiB
