@@ -1331,32 +1331,114 @@ fn fold_rows<T: Copy>(values: &[f32], stride: usize, acc: &mut [T], step: impl F
 #[inline(always)]
 fn fold_extremum(op: ReduceOp, acc: f32, values: &[f32]) -> f32 {
     let one_at_a_time = || values.iter().fold(acc, |a, &x| reduce_step_f32(op, a, x));
-    const LANES: usize = 16;
     if values.len() < MIN_LANES_FOLD {
         return one_at_a_time();
     }
-    let pick = |a: f32, x: f32| match op {
-        ReduceOp::Max if x > a => x,
-        ReduceOp::Min if x < a => x,
-        _ => a,
-    };
-    let mut lanes = [values[0]; LANES];
-    let mut nan = [false; LANES];
-    let chunks = values.chunks_exact(LANES);
-    let tail = chunks.remainder();
-    for chunk in chunks {
-        for ((lane, nan), &x) in lanes.iter_mut().zip(&mut nan).zip(chunk) {
-            *lane = pick(*lane, x);
-            *nan |= x.is_nan();
-        }
+    let mut found = (0.0, false);
+    if values.len() >= LONG_RUN {
+        long_run_extremum(op, values, &mut found);
+    } else {
+        found = match op {
+            ReduceOp::Max => one_lane_set(values, larger),
+            ReduceOp::Min => one_lane_set(values, smaller),
+            ReduceOp::Sum => unreachable!("sums are not extrema"),
+        };
     }
-    let extremum = tail
-        .iter()
-        .fold(lanes.iter().copied().fold(lanes[0], pick), |a, &x| pick(a, x));
-    if extremum == 0.0 || nan.contains(&true) || tail.iter().any(|x| x.is_nan()) {
+    let (extremum, nan) = found;
+    if extremum == 0.0 || nan {
         return one_at_a_time();
     }
     reduce_step_f32(op, acc, extremum)
+}
+
+/// `x` if it is larger than `a`, else `a` (NaN never larger); [`smaller`] likewise.
+#[inline(always)]
+fn larger(a: f32, x: f32) -> f32 {
+    if x > a { x } else { a }
+}
+
+#[inline(always)]
+fn smaller(a: f32, x: f32) -> f32 {
+    if x < a { x } else { a }
+}
+
+/// Folds a chunk of 16 values into 16 lanes by `pick`, noting NaNs lane by lane.
+#[inline(always)]
+fn fold_lanes(lanes: &mut [f32; 16], nan: &mut [bool; 16], chunk: &[f32], pick: impl Fn(f32, f32) -> f32) {
+    for ((lane, nan), &x) in lanes.iter_mut().zip(nan).zip(chunk) {
+        *lane = pick(*lane, x);
+        *nan |= x.is_nan();
+    }
+}
+
+/// The extremum of `values` by `pick` over 16 lanes, and whether any value is NaN.
+#[inline(always)]
+fn one_lane_set(values: &[f32], pick: impl Fn(f32, f32) -> f32 + Copy) -> (f32, bool) {
+    let mut lanes = [values[0]; 16];
+    let mut nan = [false; 16];
+    let chunks = values.chunks_exact(16);
+    let tail = chunks.remainder();
+    for chunk in chunks {
+        fold_lanes(&mut lanes, &mut nan, chunk, pick);
+    }
+    let extremum = tail
+        .iter()
+        .fold(lanes.iter().fold(lanes[0], |a, &x| pick(a, x)), |a, &x| {
+            pick(a, x)
+        });
+    (extremum, nan.contains(&true) || tail.iter().any(|x| x.is_nan()))
+}
+
+/// Runs at least this long take [`long_run_extremum`].
+const LONG_RUN: usize = 512;
+
+simd_dispatch! {
+    /// [`fold_extremum`] of a long run, before its zeros and NaN: sets `found` to the run's
+    /// maximum or minimum (the true one unless it is a zero or a NaN) and whether any value is
+    /// NaN. A function of its own: inlined, it changed how the compiler built the short runs'
+    /// loops, which then took up to twice as long.
+    fn long_run_extremum(op: ReduceOp, values: &[f32], found: &mut (f32, bool)) {
+        *found = match op {
+            ReduceOp::Max => four_lane_sets(values, larger),
+            ReduceOp::Min => four_lane_sets(values, smaller),
+            ReduceOp::Sum => unreachable!("sums are not extrema"),
+        };
+    }
+}
+
+/// The extremum of `values` by `pick` over four sets of 16 lanes, each its own chain of
+/// comparisons, then combined in halves as vectors, and whether any value is NaN. With one set,
+/// each comparison waited on the last (4 cycles per 16 values), and the 16 lanes folded one at
+/// a time took longer than a 1024-value row's other comparisons.
+#[inline(always)]
+fn four_lane_sets(values: &[f32], pick: impl Fn(f32, f32) -> f32 + Copy) -> (f32, bool) {
+    let mut sets = [[values[0]; 16]; 4];
+    let mut nan = [false; 16];
+    let quads = values.chunks_exact(64);
+    let chunks = quads.remainder().chunks_exact(16);
+    let tail = chunks.remainder();
+    for quad in quads {
+        let [a, b, c, d] = &mut sets;
+        fold_lanes(a, &mut nan, &quad[..16], pick);
+        fold_lanes(b, &mut nan, &quad[16..32], pick);
+        fold_lanes(c, &mut nan, &quad[32..48], pick);
+        fold_lanes(d, &mut nan, &quad[48..], pick);
+    }
+    for chunk in chunks {
+        fold_lanes(&mut sets[0], &mut nan, chunk, pick);
+    }
+    let [a, b, c, d] = sets;
+    let mut lanes: [f32; 16] = std::array::from_fn(|i| pick(pick(a[i], b[i]), pick(c[i], d[i])));
+    let mut width = 16;
+    while width > 1 {
+        width /= 2;
+        let (low, high) = lanes.split_at_mut(width);
+        for (lane, &x) in low.iter_mut().zip(&high[..width]) {
+            *lane = pick(*lane, x);
+        }
+    }
+    let extremum = tail.iter().fold(lanes[0], |a, &x| pick(a, x));
+    (extremum, nan.contains(&true) || tail.iter().any(|x| x.is_nan()))
 }
 
 /// Folds runs shorter than [`MIN_LANES_FOLD`] into their maxima or minima sixteen at a time,
@@ -1729,19 +1811,24 @@ mod tests {
         // around the lane count, folded from several starting accumulators.
         let mut next = xorshift(0x9E37_79B9);
         let pool = SPECIALS;
-        for len in (0..200).chain([511, 512, 1023, 1024]) {
-            for trial in 0..20 {
+        for len in (0..200).chain([511, 512, 575, 1023, 1024, 4099]) {
+            for trial in 0..24 {
                 // Some trials leave out the NaNs, some the zeros, and some make a zero the max or
-                // the min, so every path is taken.
-                let choices: &[f32] = match trial % 5 {
+                // the min, so every path is taken; some draw from a million integers, so the
+                // extremum is one value among many.
+                let choices: &[f32] = match trial % 6 {
                     0 => &pool,
                     1 => &pool[..8],
                     2 => &pool[2..8],
                     3 => &[0.0, -0.0, -1.5, f32::NEG_INFINITY],
-                    _ => &[0.0, -0.0, 1.5, f32::INFINITY],
+                    4 => &[0.0, -0.0, 1.5, f32::INFINITY],
+                    _ => &[],
                 };
                 let values: Vec<f32> = (0..len)
-                    .map(|_| choices[next() as usize % choices.len()])
+                    .map(|_| match choices {
+                        [] => (next() % 1_000_000) as f32 - 500_000.0,
+                        _ => choices[next() as usize % choices.len()],
+                    })
                     .collect();
                 for op in [ReduceOp::Max, ReduceOp::Min] {
                     for acc in [op.identity(), 0.0, -0.0, 2.0, f32::NAN] {
