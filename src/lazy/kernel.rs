@@ -1325,9 +1325,10 @@ fn fold_rows<T: Copy>(values: &[f32], stride: usize, acc: &mut [T], step: impl F
 
 /// Folds `values` into `acc` with max or min exactly as [`reduce_step_f32`] one value at a time
 /// would, but over 16 independent lanes (64 for long runs, see [`four_lane_sets`]): a
-/// one-at-a-time fold waits on every comparison, and ran 16 times slower than a sum. Values that compare equal have the same bits unless they are zeros
-/// of both signs, and the fold keeps the last of them; so a result of zero, or a NaN (which lanes
-/// would not place), is found again one value at a time.
+/// one-at-a-time fold waits on every comparison, and ran 16 times slower than a sum. Values that
+/// compare equal have the same bits unless they are zeros of both signs, and the fold keeps the
+/// last of them; so a result of zero, or a NaN (which lanes would not place), is found again one
+/// value at a time.
 #[inline(always)]
 fn fold_extremum(op: ReduceOp, acc: f32, values: &[f32]) -> f32 {
     let one_at_a_time = || values.iter().fold(acc, |a, &x| reduce_step_f32(op, a, x));
