@@ -263,6 +263,25 @@ impl LazyBuffer {
         Self::pending(&shape, Op::MatMul(self.clone(), other.clone()))
     }
 
+    /// Each row's value at its entry of `columns`: `[b, c]` gives `[b, 1]`. One value read per
+    /// row, where comparing every column with the row's and summing reads them all.
+    ///
+    /// # Panics
+    /// If this is not `[b, c]` with `b` columns given, each below `c` (naming the first that is
+    /// not): the caller, which holds the indices, checks them first.
+    pub(crate) fn pick_columns(&self, columns: Arc<[usize]>) -> Self {
+        let x = self.shape();
+        assert!(
+            x.len() == 2 && columns.len() == x[0],
+            "pick_columns: {} columns for shape {x:?}, not one per row of a [b, c]",
+            columns.len()
+        );
+        if let Some((row, column)) = columns.iter().enumerate().find(|&(_, &c)| c >= x[1]) {
+            panic!("pick_columns: row {row} of {x:?} names column {column}");
+        }
+        Self::pending(&[x[0], 1], Op::PickColumns(self.clone(), columns))
+    }
+
     /// A row-major copy of this view (a no-op if it already is one).
     pub fn contiguous(&self) -> Self {
         if self.view.is_contiguous() && numel(&self.node.shape) == self.numel() {
@@ -443,5 +462,69 @@ pub(crate) fn xorshift(mut state: u32) -> impl FnMut() -> u32 {
         state ^= state >> 17;
         state ^= state << 5;
         state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ramp(shape: &[usize]) -> LazyBuffer {
+        LazyBuffer::from_values((0..numel(shape)).map(|i| i as f32 - 7.5), shape).unwrap()
+    }
+
+    /// `x`'s values, row-major, at each row's column.
+    fn picked_by_hand(x: &LazyBuffer, columns: &[usize]) -> Vec<f32> {
+        let (values, width) = (x.to_vec(), x.shape()[1]);
+        (columns.iter().enumerate())
+            .map(|(row, &c)| values[row * width + c])
+            .collect()
+    }
+
+    #[test]
+    fn pick_columns_reads_each_rows_column_through_any_view() {
+        let columns: Arc<[usize]> = Arc::from([3, 0, 5, 5]);
+        let base = ramp(&[6, 4]);
+        // Stored, transposed, padded (the padding reads 0), shrunk, and pending (realized first).
+        let views = [
+            ramp(&[4, 6]),
+            base.permute(&[1, 0]),
+            ramp(&[4, 4]).pad(&[(0, 0), (1, 1)]),
+            ramp(&[5, 7]).shrink(&[(1, 5), (1, 7)]),
+            ramp(&[4, 6]).mul(&ramp(&[4, 6])),
+        ];
+        for x in &views {
+            let picked = x.pick_columns(columns.clone());
+            let want = reference::evaluate(&picked);
+            let got = picked.to_vec();
+            assert_eq!(got, picked_by_hand(x, &columns), "{:?}", x.view);
+            assert_eq!(got.iter().map(|&v| v as f64).collect::<Vec<_>>(), want);
+        }
+        // A graph of the same structure replays its plan, with its own columns.
+        let (a, b) = (ramp(&[4, 6]), ramp(&[4, 6]));
+        let graph = |columns: &Arc<[usize]>| {
+            (a.mul(&b).pick_columns(columns.clone())).add(&LazyBuffer::full(&[4, 1], 1.0))
+        };
+        let other: Arc<[usize]> = Arc::from([1, 2, 3, 4]);
+        stats::reset();
+        let got = graph(&other).to_vec();
+        assert_eq!(stats::get().schedules_reused, 0);
+        let got_again = graph(&columns).to_vec();
+        assert_eq!(stats::get().schedules_reused, 1, "{:?}", stats::get());
+        let plus_one = |v: Vec<f32>| v.into_iter().map(|v| v + 1.0).collect::<Vec<_>>();
+        assert_eq!(got, plus_one(picked_by_hand(&a.mul(&b), &other)));
+        assert_eq!(got_again, plus_one(picked_by_hand(&a.mul(&b), &columns)));
+    }
+
+    #[test]
+    #[should_panic(expected = "pick_columns: row 2 of [4, 6] names column 6")]
+    fn pick_columns_names_a_column_out_of_range() {
+        ramp(&[4, 6]).pick_columns(Arc::from([0, 1, 6, 2]));
+    }
+
+    #[test]
+    #[should_panic(expected = "pick_columns: 3 columns for shape [4, 6]")]
+    fn pick_columns_wants_one_column_per_row() {
+        ramp(&[4, 6]).pick_columns(Arc::from([0, 1, 2]));
     }
 }

@@ -30,6 +30,8 @@ pub(crate) enum Op {
     MatMul(LazyBuffer, LazyBuffer),
     /// A copy of a view into a fresh row-major buffer.
     Contiguous(LazyBuffer),
+    /// `[b, c]` values and a column per row: `[b, 1]`, each row's value at its column.
+    PickColumns(LazyBuffer, Arc<[usize]>),
 }
 
 /// The one to three inputs of an op, held inline: listing them is frequent in scheduling and
@@ -59,7 +61,9 @@ impl<'a> IntoIterator for Inputs<'a> {
 impl Op {
     pub(crate) fn inputs(&self) -> Inputs<'_> {
         let (items, len) = match self {
-            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) => ([a, a, a], 1),
+            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) | Op::PickColumns(a, _) => {
+                ([a, a, a], 1)
+            }
             Op::Binary(_, a, b) | Op::MatMul(a, b) => ([a, b, b], 2),
             Op::Where(c, a, b) => ([c, a, b], 3),
         };
@@ -68,6 +72,11 @@ impl Op {
 
     pub(crate) fn is_elementwise(&self) -> bool {
         matches!(self, Op::Unary(..) | Op::Binary(..) | Op::Where(..))
+    }
+
+    /// True for ops that read their inputs from buffers, so no input fuses into them.
+    pub(crate) fn reads_buffers(&self) -> bool {
+        matches!(self, Op::MatMul(..) | Op::PickColumns(..))
     }
 
     /// True for elementwise ops that cost many times an add: transcendentals, roots and
@@ -103,13 +112,15 @@ impl Op {
                     | BinaryOp::CmpLt
             ),
             Op::Where(..) => true,
-            Op::Reduce(..) | Op::MatMul(..) | Op::Contiguous(..) => false,
+            Op::Reduce(..) | Op::MatMul(..) | Op::Contiguous(..) | Op::PickColumns(..) => false,
         }
     }
 
     fn into_inputs(self) -> impl Iterator<Item = LazyBuffer> {
         match self {
-            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) => [Some(a), None, None],
+            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) | Op::PickColumns(a, _) => {
+                [Some(a), None, None]
+            }
             Op::Binary(_, a, b) | Op::MatMul(a, b) => [Some(a), Some(b), None],
             Op::Where(c, a, b) => [Some(c), Some(a), Some(b)],
         }

@@ -87,6 +87,12 @@ fn eval_op(op: &Op, shape: &[usize], memo: &HashMap<u64, Vec<f64>>) -> Vec<f64> 
                 .collect()
         }
         Op::Contiguous(a) => input(a),
+        Op::PickColumns(x, columns) => {
+            let (values, width) = (input(x), x.shape()[1]);
+            (columns.iter().enumerate())
+                .map(|(row, &c)| values[row * width + c])
+                .collect()
+        }
         Op::Reduce(r, a, axes) => {
             let values = input(a);
             let identity = match r {

@@ -210,6 +210,17 @@ fn run_matmul(node: &Node, a: &LazyBuffer, b: &LazyBuffer, epilogue: Option<(&Ep
     record(node, out, ops, trace);
 }
 
+/// Runs [`LazyBuffer::pick_columns`] (its input realized, its columns checked) for `node`,
+/// records it, and stores the result.
+fn run_pick_columns(node: &Node, x: &LazyBuffer, columns: &[usize]) {
+    let trace = stats::tracing().then(|| (format!("pick columns of {:?}", x.shape()), Instant::now()));
+    let buf = x.node.buffer().expect("a pick's input is realized before it");
+    let out: Storage = (columns.iter().enumerate())
+        .map(|(row, &column)| x.view.position(&[row, column]).map_or(0.0, |p| buf[p as usize]))
+        .collect();
+    record(node, out, 1, trace);
+}
+
 /// Counts a kernel's run, traces it if asked, and stores its output in `node`.
 fn record(node: &Node, output: Storage, ops: usize, trace: Option<(String, Instant)>) {
     if let Some((description, started)) = trace {
@@ -411,11 +422,13 @@ impl Graph {
             for &k in readers.ids() {
                 kernel_size[k] += 1;
             }
-            let is_matmul = matches!(self.ops[i], Op::MatMul(..));
+            let reads_buffers = self.ops[i].reads_buffers();
             for input in self.ops[i].inputs() {
                 if let Some(&j) = self.index.get(&input.node.id) {
                     consumed_by[j] = match consumed_by[j] {
-                        _ if is_matmul || recomputes_broadcast(input, &self.ops[j]) => Consumers::Unfusable,
+                        _ if reads_buffers || recomputes_broadcast(input, &self.ops[j]) => {
+                            Consumers::Unfusable
+                        }
                         Consumers::None => Consumers::Kernels(readers),
                         Consumers::Kernels(set) => set
                             .union(&readers)
@@ -465,6 +478,10 @@ impl Graph {
                     run_matmul(&self.nodes[i], a, b, None);
                     steps.push(Step::MatMul(i));
                 }
+                Op::PickColumns(x, columns) => {
+                    run_pick_columns(&self.nodes[i], x, columns);
+                    steps.push(Step::PickColumns(i));
+                }
                 op => {
                     let (plan, structural) = self.build(i, op, memo, &signature.slots)?;
                     replayable &= structural;
@@ -499,9 +516,18 @@ impl Graph {
     fn replay(&self, steps: &[Step], externals: &[Arc<Node>]) {
         for step in steps {
             match step {
-                Step::MatMul(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. }
+                Step::MatMul(i)
+                | Step::PickColumns(i)
+                | Step::Fused(i, _)
+                | Step::Product { kernel: i, .. }
                     if self.nodes[*i].is_realized() => {}
                 Step::MatMul(i) => self.run_product(*i, *i, None, externals),
+                Step::PickColumns(i) => {
+                    let Op::PickColumns(x, columns) = &self.ops[*i] else {
+                        unreachable!("a pick step on {:?}", self.ops[*i])
+                    };
+                    run_pick_columns(&self.nodes[*i], x, columns);
+                }
                 Step::Fused(i, plan) => run_kernel(&self.nodes[*i], plan.bind(&self.nodes, externals)),
                 Step::Product {
                     product,
@@ -547,7 +573,7 @@ impl Graph {
         let plans: FastMap<usize, &KernelPlan> = (steps.iter())
             .filter_map(|step| match step {
                 Step::Fused(i, plan) | Step::Product { kernel: i, plan, .. } => Some((*i, plan)),
-                Step::MatMul(_) => None,
+                Step::MatMul(_) | Step::PickColumns(_) => None,
             })
             .collect();
         // Each kernel root in order, with the product it ran with (a matmul belonging to it
@@ -564,7 +590,7 @@ impl Graph {
         }
         let replayed: Vec<(usize, Option<usize>)> = (steps.iter())
             .map(|step| match step {
-                Step::MatMul(i) | Step::Fused(i, _) => (*i, None),
+                Step::MatMul(i) | Step::PickColumns(i) | Step::Fused(i, _) => (*i, None),
                 Step::Product { product, kernel, .. } => (*kernel, Some(*product)),
             })
             .collect();
@@ -586,7 +612,7 @@ impl Graph {
                     );
                     (*kernel, plan)
                 }
-                Step::MatMul(_) => continue,
+                Step::MatMul(_) | Step::PickColumns(_) => continue,
             };
             // A node another thread realized meanwhile is read, not recomputed, by a fresh
             // plan; the replay recomputes it, to the same values.

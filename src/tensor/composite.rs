@@ -257,16 +257,14 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
     let x = &logits.var.buf;
     // Per row, `log Σ exp(x - m) - (x[label] - m)` with `m` the maximum: the shifted logits keep
     // the loss accurate to its own magnitude when the logits are large. The label's logit is
-    // selected, not multiplied by the one-hot matrix, since a masked logit's `-inf · 0` would be
-    // NaN; and selected from `x`, then shifted (the same rounding as selecting `x - m`), so the
-    // shifted logits feed only the sum's kernel and are not written out for a second reader.
+    // picked, one read per row (comparing every logit with the label and summing took 84 of
+    // 225 µs of [1024, 100]), not multiplied by the one-hot matrix, since a masked logit's
+    // `-inf · 0` would be NaN; and picked from `x`, then shifted (the same rounding as picking
+    // from `x - m`), so the shifted logits feed only the sum's kernel.
     let max = x.reduce(ReduceOp::Max, &[1]);
     let shifted = x.sub(&max.expand(x.shape()));
     let sum_exp = shifted.unary(UnaryOp::Exp).sum(&[1]);
-    let picked = one_hot
-        .where_(x, &LazyBuffer::full(x.shape(), 0.0))
-        .sum(&[1])
-        .sub(&max);
+    let picked = x.pick_columns(labels.indices[..].into()).sub(&max);
     let batch_size = LazyBuffer::full(&[], batch as f32);
     let losses = sum_exp.unary(UnaryOp::Log).sub(&picked);
     let mean = losses.sum(&[0]).reshape(&[]).div(&batch_size);
