@@ -252,7 +252,6 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
             message: format!("class {label} is out of range for {C} classes"),
         });
     }
-    let one_hot = one_hot(&labels.indices, C)?;
     // The forward pass records no rules: the loss has one, below.
     let x = &logits.var.buf;
     // Per row, `log Σ exp(x - m) - (x[label] - m)` with `m` the maximum: the shifted logits keep
@@ -270,6 +269,8 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
     let mean = losses.sum(&[0]).reshape(&[]).div(&batch_size);
     let x = x.clone();
     let var = Var::record(mean, &[&logits.var], || {
+        // Only the gradient reads the one-hot matrix: built when one is recorded.
+        let one_hot = one_hot(&labels.indices, C).expect("a one-hot matrix's values fill its shape");
         Box::new(move |g: &LazyBuffer| {
             // d loss / d x = (softmax(x) - one_hot) · g / batch. `x - m` again, as a node of
             // its own: the forward's, read here too, would be written out for two kernels (a
