@@ -336,6 +336,55 @@ fn large_transposed_reads() {
 }
 
 #[test]
+fn large_transposed_reads_by_panels() {
+    // Past 2^16 values, an elementwise kernel copies a transposed leaf a panel of rows at a time
+    // as its blocks reach them. Rows of 700 make panels of 32 rows (22,400 values, no multiple of
+    // a block), so blocks straddle panels; the 3-d permutations tile along their middle axis;
+    // rows of 5,000 along the tiles' axis are too long for panels and are copied whole.
+    let mut rng = rng(16);
+    let x = leaf(&mut rng, &[700, 301], Values::Uniform(-3.0, 3.0)).permute(&[1, 0]);
+    let y = leaf(&mut rng, &[301, 700], Values::Uniform(-3.0, 3.0));
+    let x2 = leaf(&mut rng, &[700, 301], Values::Uniform(-3.0, 3.0)).permute(&[1, 0]);
+    check_exact("transpose * plain", &x.mul(&y));
+    check_exact("transpose * transpose", &x.mul(&x2));
+    check_exact("copy of a transpose", &x.contiguous());
+    // A chain of ops, chunk by chunk, over two panels and a plain leaf: the same bits as over
+    // copies of the transposes.
+    let (xc, x2c) = (x.contiguous(), x2.contiguous());
+    LazyBuffer::realize_all(&[&xc, &x2c]);
+    let chain = |a: &LazyBuffer, b: &LazyBuffer| a.mul(b).add(&y).unary(UnaryOp::Exp).to_vec();
+    let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    assert_eq!(
+        bits(chain(&x, &x2)),
+        bits(chain(&xc, &x2c)),
+        "chain over two transposes"
+    );
+    check_relative(
+        "exp of a transpose",
+        &x.unary(UnaryOp::Exp),
+        unary_ulps(UnaryOp::Exp),
+    );
+    let z = leaf(&mut rng, &[40, 50, 64], Values::Uniform(-3.0, 3.0)).permute(&[1, 2, 0]);
+    check_exact(
+        "3-d permutation + 1",
+        &z.add(&LazyBuffer::full(&[50, 64, 40], 1.0)),
+    );
+    check_exact("copy of a 3-d permutation", &z.contiguous());
+    // Rows of 19,200 values, longer than a panel aims at: a panel is one row, or two where a
+    // block crosses from one into the next.
+    let w = leaf(&mut rng, &[4, 150, 128], Values::Uniform(-3.0, 3.0)).permute(&[0, 2, 1]);
+    check_exact(
+        "long rows of a 3-d permutation - 1",
+        &w.sub(&LazyBuffer::full(&[4, 128, 150], 1.0)),
+    );
+    let long = leaf(&mut rng, &[5000, 20], Values::Uniform(-3.0, 3.0)).permute(&[1, 0]);
+    check_exact(
+        "transpose with long rows * 2",
+        &long.mul(&LazyBuffer::full(&[20, 5000], 2.0)),
+    );
+}
+
+#[test]
 fn views_with_long_consecutive_runs() {
     // Views whose trailing axes hold runs of at least a block of consecutive values, which
     // kernels read where they lie, gathering only blocks that cross from one run to the next:

@@ -5,12 +5,13 @@
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::mem::MaybeUninit;
+use std::ops::Range;
 use std::sync::Arc;
 
 use super::aligned::AlignedBlock;
 use super::axes::AxisVec;
 use super::chunked;
-use super::gather::{gather, gather_tiled, tiling};
+use super::gather::{Tiling, copy_tiled, gather, gather_tiled, panel_rows, tiling};
 #[cfg(target_arch = "x86_64")]
 use super::math;
 use super::ops::{BinaryOp, ReduceOp, UnaryOp, binary_f32, reduce_step_f32, unary_f32};
@@ -125,8 +126,17 @@ enum LeafAccess<'a> {
     /// Values repeating with a short period (one value, a bias row over a batch): the period
     /// tiled once over a block and a period more, so block `start` reads from `start % period`.
     Periodic { tile: AlignedBlock, period: usize },
-    /// All of it, copied row-major in tiles before the first block (a large transpose).
+    /// All of it, copied row-major in tiles before the first block (a large transpose read by a
+    /// reduction, whose blocks may come in any order).
     Copied(Storage),
+    /// Copied row-major in tiles, a panel of `rows` rows of the first axis at a time, as blocks
+    /// reach it (a large transpose read by an elementwise kernel, whose blocks come in order):
+    /// each panel is read from cache, where a whole copy went through memory twice more.
+    Panels {
+        view: Cow<'a, View>,
+        tiling: Tiling,
+        rows: usize,
+    },
     /// Runs of at least a block of consecutive values (the view's trailing axes that lie in
     /// order, of this length: a slice of wider rows, or reduced axes in order after kept ones):
     /// a block within one run is read where it lies, one that crosses runs is gathered.
@@ -233,7 +243,10 @@ impl FusedKernel {
                         period,
                     }
                 } else if let Some(tiling) = tiling(&view) {
-                    LeafAccess::Copied(gather_tiled(&leaf.buf, &view, tiling))
+                    match panel_rows(&view, tiling).filter(|_| self.reduce.is_none()) {
+                        Some(rows) => LeafAccess::Panels { view, tiling, rows },
+                        None => LeafAccess::Copied(gather_tiled(&leaf.buf, &view, tiling)),
+                    }
                 } else if let Some(run) =
                     Some(consecutive_run(&view)).filter(|&run| run >= BLOCK && view.mask().is_none())
                 {
@@ -505,10 +518,16 @@ impl Plan<'_> {
             LeafAccess::Strided(_) | LeafAccess::Rows(..) => scratch_block(len),
             _ => AlignedBlock::default(),
         }));
+        let panels = if self.access.iter().any(|a| matches!(a, LeafAccess::Panels { .. })) {
+            vec![0..0; self.access.len()]
+        } else {
+            Vec::new()
+        };
         Blocks {
             plan: self,
             slot_bufs,
             gathered,
+            panels,
             tile: chunked
                 .as_ref()
                 .map_or_else(AlignedBlock::default, |c| scratch_block(c.tile_len())),
@@ -519,6 +538,12 @@ impl Plan<'_> {
 
     /// The output of a kernel without a reduction, split across threads when it is large.
     fn run_elementwise(&self) -> Storage {
+        // A copy of one tiled leaf (`contiguous()` of a transpose) is the tiled copy itself.
+        if let [LeafAccess::Panels { view, tiling, .. }] = self.access.as_slice()
+            && self.kernel.program.is_empty()
+        {
+            return gather_tiled(&self.kernel.leaves[0].buf, view, *tiling);
+        }
         // SAFETY: `compute_into` writes every element of each block.
         unsafe {
             fill_output(self.n, |part, offset| {
@@ -664,6 +689,8 @@ struct Blocks<'p> {
     plan: &'p Plan<'p>,
     slot_bufs: Vec<AlignedBlock>,
     gathered: Vec<AlignedBlock>,
+    /// The positions each leaf read by panels has in its `gathered` buffer (empty for others).
+    panels: Vec<Range<usize>>,
     /// The program, if it runs chunk by chunk; then the tile has a chunk per instruction, and
     /// `leaf_ptrs` each leaf's values over the current block.
     chunked: Option<chunked::Chunked<'p>>,
@@ -701,7 +728,7 @@ impl Blocks<'_> {
 
     /// Leaf `v`'s values over the block at `start` (gathered first, if strided).
     fn leaf_block(&self, v: usize, start: usize, len: usize) -> &[f32] {
-        leaf_block(self.plan, &self.gathered, v, start, len)
+        leaf_block(self.plan, &self.gathered, &self.panels, v, start, len)
     }
 
     /// Runs the program over one block; the last instruction writes to `last` when given. A
@@ -710,11 +737,22 @@ impl Blocks<'_> {
         let plan = self.plan;
         let kernel = plan.kernel;
         let leaves = kernel.leaves.len();
-        for ((scratch, a), leaf) in self.gathered.iter_mut().zip(&plan.access).zip(&kernel.leaves) {
+        for (v, ((scratch, a), leaf)) in self
+            .gathered
+            .iter_mut()
+            .zip(&plan.access)
+            .zip(&kernel.leaves)
+            .enumerate()
+        {
             if let LeafAccess::Strided(view) | LeafAccess::Rows(view, _) = a
                 && a.gathers(start, len)
             {
                 gather(&leaf.buf, view, start, &mut scratch.values_mut()[..len]);
+            }
+            if let LeafAccess::Panels { view, tiling, rows } = a
+                && (start < self.panels[v].start || start + len > self.panels[v].end)
+            {
+                self.panels[v] = copy_panel(&leaf.buf, view, *tiling, *rows, start..start + len, scratch);
             }
         }
         let Some(root) = kernel.program.len().checked_sub(1) else {
@@ -723,7 +761,7 @@ impl Blocks<'_> {
         if let Some(chunked) = &self.chunked {
             self.leaf_ptrs.clear();
             for v in 0..leaves {
-                let values = leaf_block(plan, &self.gathered, v, start, len);
+                let values = leaf_block(plan, &self.gathered, &self.panels, v, start, len);
                 self.leaf_ptrs.push(values.as_ptr());
             }
             let out: *mut f32 = match last {
@@ -757,10 +795,12 @@ impl Blocks<'_> {
     }
 }
 
-/// Leaf `v`'s values over the block at `start`; a strided leaf's were gathered into `gathered`.
+/// Leaf `v`'s values over the block at `start`; a strided leaf's were gathered into `gathered`,
+/// and a tiled one's copied there with the positions `panels[v]`.
 fn leaf_block<'a>(
     plan: &'a Plan,
     gathered: &'a [AlignedBlock],
+    panels: &[Range<usize>],
     v: usize,
     start: usize,
     len: usize,
@@ -770,12 +810,34 @@ fn leaf_block<'a>(
         LeafAccess::Contiguous(off) => &leaf.buf[off + start..off + start + len],
         LeafAccess::Periodic { tile, period } => &tile.values()[start % period..][..len],
         LeafAccess::Copied(values) => &values[start..start + len],
+        LeafAccess::Panels { .. } => &gathered[v].values()[start - panels[v].start..][..len],
         LeafAccess::Rows(view, run) => match row_position(view, *run, start, len) {
             Some(position) => &leaf.buf[position..position + len],
             None => &gathered[v].values()[..len],
         },
         LeafAccess::Strided(_) => &gathered[v].values()[..len],
     }
+}
+
+/// Copies the rows of `view`'s first axis from the one holding `block.start`, `rows` of them or
+/// up to the end of `block` if that is further, into `panel`, and returns their positions.
+fn copy_panel(
+    buf: &[f32],
+    view: &View,
+    tiling: Tiling,
+    rows: usize,
+    block: Range<usize>,
+    panel: &mut AlignedBlock,
+) -> Range<usize> {
+    let shape = view.shape();
+    let row: usize = shape[1..].iter().product();
+    let first = block.start / row;
+    let end = (first + rows).max(block.end.div_ceil(row)).min(shape[0]);
+    let mut window: AxisVec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
+    window[0] = (first, end);
+    panel.set_len_for_writing((end - first) * row);
+    copy_tiled(buf, &view.shrink(&window), tiling, as_uninit(panel.values_mut()));
+    first * row..end * row
 }
 
 /// An initialized slice seen as one that instructions write without reading.
