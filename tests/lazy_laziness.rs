@@ -485,11 +485,7 @@ fn a_large_kernel_split_across_threads_equals_small_pieces_bit_for_bit() {
         let band = [(lo, (lo + 32).min(rows)), (0, cols)];
         pieces.extend(f(&a.shrink(&band), &t.shrink(&band), &b.shrink(&band)).to_vec());
     }
-    assert_eq!(
-        stats::get().parallel_jobs,
-        u64::from(split),
-        "the bands add none"
-    );
+    assert_eq!(stats::get().parallel_jobs, u64::from(split), "the bands add none");
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert!(
         bits(&whole) == bits(&pieces),
