@@ -212,17 +212,24 @@ impl Epilogue {
     /// [`Epilogue::apply`] on one thread, in pieces of at most a block: whole rows, or parts of
     /// one row longer than a block.
     fn apply_rows(&self, bias: Option<&[f32]>, out: &mut [f32], n: usize) {
-        let rows = (BLOCK / n).max(1);
+        let rows = (BLOCK / n).clamp(1, out.len() / n);
         let piece = (rows * n).min(BLOCK);
         // The bias row once per row of a piece, so a piece's bias is one slice of it (a row
-        // longer than a block is its own tile). On the stack: this runs for every product.
+        // longer than a block is its own tile), by copies that double what is filled: a row at a
+        // time, rows of 10 took 102 copies, longer than a [32, 10] product. On the stack: this
+        // runs for every product.
         let mut repeated = [0.0; BLOCK];
         let tile: &[f32] = match bias {
             Some(b) if rows > 1 => {
-                for (chunk, _) in repeated.chunks_mut(n).zip(0..rows) {
-                    chunk.copy_from_slice(b);
+                let len = rows * n;
+                repeated[..n].copy_from_slice(b);
+                let mut filled = n;
+                while filled < len {
+                    let more = filled.min(len - filled);
+                    repeated.copy_within(..more, filled);
+                    filled += more;
                 }
-                &repeated[..rows * n]
+                &repeated[..len]
             }
             Some(b) => b,
             None => &[],
