@@ -44,9 +44,10 @@ impl AlignedBlock {
         self.len = len;
     }
 
-    /// Whether it holds an allocation worth keeping for reuse.
-    pub(crate) fn is_allocated(&self) -> bool {
-        self.lines.capacity() > 0
+    /// Whether it holds an allocation worth keeping for reuse: one of at most `values` values
+    /// (a larger one would be held for a rare kernel).
+    pub(crate) fn is_worth_keeping(&self, values: usize) -> bool {
+        (1..=values.div_ceil(16)).contains(&self.lines.capacity())
     }
 
     pub(crate) fn values(&self) -> &[f32] {
@@ -75,7 +76,14 @@ mod tests {
             block.values_mut().fill(len as f32);
             assert!(block.values().iter().all(|&v| v == len as f32));
         }
-        assert!(block.is_allocated());
+        assert!(block.is_worth_keeping(1024));
+        // A block of 600 values (38 lines) is kept for blocks of up to 608 values, not 592; an
+        // empty one never.
+        let mut block = AlignedBlock::default();
+        block.set_len_for_writing(600);
+        assert!(block.is_worth_keeping(608));
+        assert!(!block.is_worth_keeping(592));
+        assert!(!AlignedBlock::default().is_worth_keeping(600));
     }
 
     #[test]

@@ -911,12 +911,13 @@ fn repeated(row: &[f32], len: usize) -> AlignedBlock {
     tile
 }
 
-/// Keeps up to 64 block buffers for later kernels (the rest are freed).
+/// Keeps up to 64 block buffers of at most four blocks for later kernels (the rest are freed: a
+/// transposed leaf's panels, up to 64K values each, would hold 16 MiB).
 fn return_scratch(bufs: impl Iterator<Item = AlignedBlock>) {
     let _ = SCRATCH.try_with(|s| {
         let mut s = s.borrow_mut();
         let room = 64usize.saturating_sub(s.len());
-        s.extend(bufs.filter(AlignedBlock::is_allocated).take(room));
+        s.extend(bufs.filter(|b| b.is_worth_keeping(4 * BLOCK)).take(room));
     });
 }
 
