@@ -19,7 +19,7 @@
 //! the mask, the scalar operations `execute` runs for it), so whether a product takes its
 //! epilogue changes no value.
 
-use super::kernel::{BLOCK, Instr, as_uninit, execute};
+use super::kernel::{BLOCK, Instr, as_uninit, execute, repeat_period};
 use super::ops::{BinaryOp, UnaryOp, binary_f32};
 use super::parallel;
 use super::replay::{KernelPlan, Source};
@@ -223,12 +223,7 @@ impl Epilogue {
             Some(b) if rows > 1 => {
                 let len = rows * n;
                 repeated[..n].copy_from_slice(b);
-                let mut filled = n;
-                while filled < len {
-                    let more = filled.min(len - filled);
-                    repeated.copy_within(..more, filled);
-                    filled += more;
-                }
+                repeat_period(&mut repeated[..len], n);
                 &repeated[..len]
             }
             Some(b) => b,

@@ -897,18 +897,25 @@ fn scratch_block(len: usize) -> AlignedBlock {
     buf
 }
 
-/// `row` repeated to `len` values, in a block buffer: copies that double what is filled.
+/// `row` repeated to `len` values, in a block buffer.
 fn repeated(row: &[f32], len: usize) -> AlignedBlock {
     let mut tile = scratch_block(len);
     let values = tile.values_mut();
-    let mut filled = row.len().min(len);
-    values[..filled].copy_from_slice(&row[..filled]);
-    while filled < len {
-        let more = filled.min(len - filled);
+    let period = row.len().min(len);
+    values[..period].copy_from_slice(&row[..period]);
+    repeat_period(values, period);
+    tile
+}
+
+/// Repeats the first `period` values over the rest of `values`, by copies that double what is
+/// filled.
+pub(super) fn repeat_period(values: &mut [f32], period: usize) {
+    let mut filled = period.min(values.len());
+    while filled < values.len() {
+        let more = filled.min(values.len() - filled);
         values.copy_within(..more, filled);
         filled += more;
     }
-    tile
 }
 
 /// Keeps up to 64 block buffers of at most four blocks for later kernels (the rest are freed: a
