@@ -337,8 +337,8 @@ fn large_transposed_reads() {
 
 #[test]
 fn large_transposed_reads_by_panels() {
-    // Past 2^16 values, an elementwise kernel copies a transposed leaf a panel of rows at a time
-    // as its blocks reach them. Rows of 700 make panels of 32 rows (22,400 values, no multiple of
+    // Past 2^16 values, a kernel whose blocks come in order copies a transposed leaf a panel of
+    // rows at a time as its blocks reach them. Rows of 700 make panels of 32 rows (22,400 values, no multiple of
     // a block), so blocks straddle panels; the 3-d permutations tile along their middle axis;
     // rows of 5,000 along the tiles' axis are too long for panels and are copied whole.
     let mut rng = rng(16);
@@ -359,6 +359,17 @@ fn large_transposed_reads_by_panels() {
         bits(chain(&xc, &x2c)),
         "chain over two transposes"
     );
+    // Reductions over rows, columns and all: blocks in order, so panels too, and the same bits as
+    // over the copy.
+    for (op, axes) in [
+        (ReduceOp::Sum, &[1][..]),
+        (ReduceOp::Max, &[1]),
+        (ReduceOp::Sum, &[0]),
+        (ReduceOp::Min, &[0, 1]),
+    ] {
+        let reduce = |a: &LazyBuffer| a.mul(&y).reduce(op, axes).to_vec();
+        assert_eq!(bits(reduce(&x)), bits(reduce(&xc)), "{op:?} over {axes:?}");
+    }
     check_relative(
         "exp of a transpose",
         &x.unary(UnaryOp::Exp),

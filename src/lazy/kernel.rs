@@ -126,12 +126,12 @@ enum LeafAccess<'a> {
     /// Values repeating with a short period (one value, a bias row over a batch): the period
     /// tiled once over a block and a period more, so block `start` reads from `start % period`.
     Periodic { tile: AlignedBlock, period: usize },
-    /// All of it, copied row-major in tiles before the first block (a large transpose read by a
-    /// reduction, whose blocks may come in any order).
+    /// All of it, copied row-major in tiles before the first block (a transpose of at most 2^16
+    /// values, or one read by a reduction by tiles of columns, whose blocks revisit rows).
     Copied(Storage),
     /// Copied row-major in tiles, a panel of `rows` rows of the first axis at a time, as blocks
-    /// reach it (a large transpose read by an elementwise kernel, whose blocks come in order):
-    /// each panel is read from cache, where a whole copy went through memory twice more.
+    /// reach it (a larger transpose, read by a kernel whose blocks come in order): each panel is
+    /// read from cache, where a whole copy went through memory twice more.
     Panels {
         view: Cow<'a, View>,
         tiling: Tiling,
@@ -214,6 +214,10 @@ impl FusedKernel {
         let columns = consecutive
             && reduced.last().is_some_and(|&last| last + 1 < rank)
             && (reduced[0] == 0 || inner >= 16 || short_runs);
+        // Rows of outputs too long for L1 (their f64 sums above all) are folded a tile of columns
+        // at a time (below), the one plan whose blocks do not come in order.
+        let column_tiles = (self.reduce.as_ref())
+            .is_some_and(|(op, _)| columns && inner * accumulator_bytes(*op) >= COLUMN_TILES_FROM);
         // Otherwise iterate kept axes outermost and reduced axes innermost, so each output is one
         // run. Without a reduction, or when the reduced axes are the last ones (a row maximum),
         // that is the kernel's own order, and its leaves' views serve as they are.
@@ -243,7 +247,7 @@ impl FusedKernel {
                         period,
                     }
                 } else if let Some(tiling) = tiling(&view) {
-                    match panel_rows(&view, tiling).filter(|_| self.reduce.is_none()) {
+                    match panel_rows(&view, tiling).filter(|_| !column_tiles) {
                         Some(rows) => LeafAccess::Panels { view, tiling, rows },
                         None => LeafAccess::Copied(gather_tiled(&leaf.buf, &view, tiling)),
                     }
@@ -290,10 +294,9 @@ impl FusedKernel {
         };
         if !columns && n >= 2 * PARALLEL_CHUNK {
             plan.reduce_in_pieces(*op, run_len, &mut out, &mut sums);
-        } else if columns && inner * accumulator_bytes(*op) >= COLUMN_TILES_FROM {
-            // Rows of outputs too long for L1 (their f64 sums above all): fold all the reduced
-            // rows of one tile of columns before the next tile, so its accumulators stay in L1.
-            // Each output still takes its values in the same order.
+        } else if column_tiles {
+            // Fold all the reduced rows of one tile of columns before the next tile, so its
+            // accumulators stay in L1. Each output still takes its values in the same order.
             let span = run_len * inner;
             let mut blocks = plan.blocks();
             for slab in (0..n).step_by(span.max(1)) {
