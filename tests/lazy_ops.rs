@@ -300,6 +300,32 @@ fn rows_repeated_over_many_blocks() {
 }
 
 #[test]
+fn columns_repeated_along_rows() {
+    // Row statistics (`[rows, 1]` broadcast over the columns), as layer norm and softmax read
+    // them: in a kernel of several ops, a block within one row reads the row's value from one
+    // chunk; one that crosses rows, or rows narrower than a block, gathers. Widths that are
+    // multiples of the 1024-value block, that are not, and that are narrower; a single op reads
+    // whole blocks.
+    let mut rng = rng(17);
+    for shape in [[4, 1024], [7, 2048], [3, 5000], [9, 700]] {
+        let x = leaf(&mut rng, &shape, Values::Uniform(-3.0, 3.0));
+        let column = |rng: &mut StdRng| leaf(rng, &[shape[0], 1], Values::Uniform(-3.0, 3.0)).expand(&shape);
+        let (m, r) = (column(&mut rng), column(&mut rng));
+        check_exact(&format!("x - m {shape:?}"), &x.sub(&m));
+        check_exact(
+            &format!("max(x - m, r) {shape:?}"),
+            &x.sub(&m).binary(BinaryOp::Max, &r),
+        );
+        // Two roundings: against the same ops over the statistics stored at full size.
+        let (mc, rc) = (m.contiguous(), r.contiguous());
+        LazyBuffer::realize_all(&[&mc, &rc]);
+        let f = |m: &LazyBuffer, r: &LazyBuffer| x.sub(m).mul(r).add(m).to_vec();
+        let bits = |v: Vec<f32>| v.into_iter().map(f32::to_bits).collect::<Vec<_>>();
+        assert_eq!(bits(f(&m, &r)), bits(f(&mc, &rc)), "(x - m)·r + m {shape:?}");
+    }
+}
+
+#[test]
 fn large_transposed_reads() {
     // Large enough that a transposed leaf is copied in tiles before the kernel runs (a shape
     // whose sides are not multiples of the tile), in elementwise kernels and in reductions over

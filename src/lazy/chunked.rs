@@ -105,18 +105,33 @@ impl<'p> Chunked<'p> {
         CHUNK * self.program.len()
     }
 
+    /// Values a leaf that holds one value over a run needs behind its pointer: one chunk, read
+    /// for every chunk.
+    pub(crate) fn constant_len(&self) -> usize {
+        CHUNK
+    }
+
     /// Runs the program over `len` values, chunk by chunk. Value `v < leaves.len()` is read from
-    /// `leaves[v]`; instruction `i`'s result goes to its chunk of `tile`, except the last one's,
-    /// which goes to `out`. `tile` on a cache line keeps vector loads and stores from straddling
-    /// two.
+    /// `leaves[v]`, from its start for every chunk where bit `v` of `constant` is set (a leaf that
+    /// holds one value over the run); instruction `i`'s result goes to its chunk of `tile`,
+    /// except the last one's, which goes to `out`. `tile` on a cache line keeps vector loads and
+    /// stores from straddling two.
     ///
     /// # Safety
-    /// Each leaf pointer must be valid for reading `len` values and `out` for writing `len`; `out`
-    /// must overlap no leaf.
+    /// Each leaf pointer must be valid for reading `len` values (a constant one, the fewer of
+    /// `len` and [`Chunked::constant_len`]) and `out` for writing `len`; `out` must overlap no
+    /// leaf.
     ///
     /// # Panics
     /// If `tile` is shorter than [`Chunked::tile_len`].
-    pub(crate) unsafe fn run(&self, leaves: &[*const f32], tile: &mut [f32], out: *mut f32, len: usize) {
+    pub(crate) unsafe fn run(
+        &self,
+        leaves: &[*const f32],
+        constant: u64,
+        tile: &mut [f32],
+        out: *mut f32,
+        len: usize,
+    ) {
         assert!(
             tile.len() >= self.tile_len(),
             "chunked run of {} instructions with {} tile values",
@@ -127,11 +142,18 @@ impl<'p> Chunked<'p> {
         // SAFETY: the CPU supports AVX-512F (`new` checked) and the tile is large enough
         // (asserted just above); the rest is the caller's promise.
         unsafe {
-            run_avx512(self.program, self.hardware_sqrt, leaves, tile, out, len)
+            run_avx512(
+                self.program,
+                self.hardware_sqrt,
+                (leaves, constant),
+                tile,
+                out,
+                len,
+            )
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (self.hardware_sqrt, leaves, out, len);
+            let _ = (self.hardware_sqrt, leaves, constant, out, len);
             unreachable!("`new` makes no chunked program off x86-64")
         }
     }
@@ -142,7 +164,7 @@ impl<'p> Chunked<'p> {
 unsafe fn run_avx512(
     program: &[Instr],
     hardware_sqrt: bool,
-    leaves: &[*const f32],
+    (leaves, constant): (&[*const f32], u64),
     tile: &mut [f32],
     out: *mut f32,
     len: usize,
@@ -155,8 +177,14 @@ unsafe fn run_avx512(
     // Value `v` at position `start`: a leaf's own, or its instruction's chunk of the tile.
     let value = |v: usize, start: usize| -> *const f32 {
         if v < n_leaves {
-            // SAFETY: every leaf holds `len` values (the caller's promise).
-            unsafe { leaves.get_unchecked(v).add(start) }
+            // SAFETY: every leaf holds `len` values, or a chunk if constant (the caller's
+            // promise).
+            let step = if v < 64 && constant >> v & 1 == 1 {
+                0
+            } else {
+                start
+            };
+            unsafe { leaves.get_unchecked(v).add(step) }
         } else {
             // SAFETY: values past the leaves are instruction results, which have chunks.
             unsafe { tile.add((v - n_leaves) * CHUNK) }
@@ -325,7 +353,7 @@ mod tests {
             for len in [1, 15, 16, 17, CHUNK - 1, CHUNK, CHUNK + 3, a.len()] {
                 let mut out = vec![f32::NAN; len];
                 // SAFETY: both leaves hold at least `len` values, and `out` is separate.
-                unsafe { chunked.run(&[a.as_ptr(), b.as_ptr()], &mut tile, out.as_mut_ptr(), len) };
+                unsafe { chunked.run(&[a.as_ptr(), b.as_ptr()], 0, &mut tile, out.as_mut_ptr(), len) };
                 for i in 0..len {
                     let want = match instr {
                         Instr::Unary(op, _) => unary_f32(op, a[i]),
@@ -404,7 +432,34 @@ mod tests {
             let mut tile = vec![0.0; chunked.tile_len()];
             let mut out = vec![0.0; x.len()];
             // SAFETY: both leaves and `out` hold `x.len()` values, and `out` is separate.
-            unsafe { chunked.run(&[x.as_ptr(), two.as_ptr()], &mut tile, out.as_mut_ptr(), x.len()) };
+            unsafe {
+                chunked.run(
+                    &[x.as_ptr(), two.as_ptr()],
+                    0,
+                    &mut tile,
+                    out.as_mut_ptr(),
+                    x.len(),
+                )
+            };
+            // The 2 as a constant leaf, its first chunk read for every chunk (and the partial
+            // last one; NaN past it): the same bits.
+            let mut again = vec![0.0; x.len()];
+            let mut one_chunk = two.clone();
+            one_chunk[chunked.constant_len()..].fill(f32::NAN);
+            // SAFETY: as above.
+            unsafe {
+                chunked.run(
+                    &[x.as_ptr(), one_chunk.as_ptr()],
+                    0b10,
+                    &mut tile,
+                    again.as_mut_ptr(),
+                    x.len(),
+                )
+            };
+            assert!(
+                out.iter().zip(&again).all(|(a, b)| same(*a, *b)),
+                "{f:?}: constant leaf"
+            );
             for (i, (&x, &got)) in x.iter().zip(&out).enumerate() {
                 let t = binary_f32(BinaryOp::Add, x * 2.0, 2.0);
                 let t = unary_f32(f, unary_f32(UnaryOp::Relu, t));
