@@ -141,7 +141,9 @@ enum LeafAccess<'a> {
     /// order, of this length: a slice of wider rows, or reduced axes in order after kept ones):
     /// a block within one run is read where it lies, one that crosses runs is gathered.
     Rows(Cow<'a, View>, usize),
-    /// Anything else, gathered per block (the view in iteration order).
+    /// Anything else, gathered per block (the view in iteration order); a row statistic that holds
+    /// one value over the block is filled for one chunk instead, where chunks run (see
+    /// `one_value`).
     Strided(Cow<'a, View>),
 }
 
