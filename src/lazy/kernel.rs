@@ -519,9 +519,16 @@ impl Plan<'_> {
                 scratch_block(len)
             }
         }));
-        gathered.extend(self.access.iter().map(|a| match a {
-            LeafAccess::Strided(_) | LeafAccess::Rows(..) => scratch_block(len),
-            _ => AlignedBlock::default(),
+        gathered.extend(self.access.iter().map(|a| {
+            match a {
+                LeafAccess::Strided(_) | LeafAccess::Rows(..) => scratch_block(len),
+                LeafAccess::Panels { .. } => PANELS
+                    .try_with(|p| p.borrow_mut().pop())
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default(),
+                _ => AlignedBlock::default(),
+            }
         }));
         let panels = if self.access.iter().any(|a| matches!(a, LeafAccess::Panels { .. })) {
             vec![0..0; self.access.len()]
@@ -910,6 +917,9 @@ thread_local! {
     /// Block buffers of finished kernels, for the next kernel on this thread: every kernel needs a
     /// few of them, and taking them from the allocator each time churns its large-chunk bins.
     static SCRATCH: std::cell::RefCell<Vec<AlignedBlock>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Panel buffers of finished kernels, for the next on this thread: each part of a split kernel
+    /// takes one, and a fresh one is allocated and zeroed (64 KiB or more).
+    static PANELS: std::cell::RefCell<Vec<AlignedBlock>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// A block buffer of `len` values for a writer that sets them all, reused from an earlier kernel
@@ -945,14 +955,24 @@ pub(super) fn repeat_period(values: &mut [f32], period: usize) {
     }
 }
 
-/// Keeps up to 64 block buffers of at most four blocks for later kernels (the rest are freed: a
-/// transposed leaf's panels, up to 64K values each, would hold 16 MiB).
+/// Keeps up to 64 block buffers of at most four blocks for later kernels, and two larger ones
+/// (a transposed leaf's panels, up to 64K values each) apart; the rest are freed.
 fn return_scratch(bufs: impl Iterator<Item = AlignedBlock>) {
-    let _ = SCRATCH.try_with(|s| {
-        let mut s = s.borrow_mut();
-        let room = 64usize.saturating_sub(s.len());
-        s.extend(bufs.filter(|b| b.is_worth_keeping(4 * BLOCK)).take(room));
-    });
+    for buf in bufs {
+        let (pool, most) = if buf.is_worth_keeping(4 * BLOCK) {
+            (&SCRATCH, 64)
+        } else if buf.is_worth_keeping(usize::MAX) {
+            (&PANELS, 2)
+        } else {
+            continue;
+        };
+        let _ = pool.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() < most {
+                p.push(buf);
+            }
+        });
+    }
 }
 
 /// Gives every instruction result a block buffer, reusing buffers whose value is dead. Leaves get
