@@ -519,16 +519,10 @@ impl Plan<'_> {
                 scratch_block(len)
             }
         }));
-        gathered.extend(self.access.iter().map(|a| {
-            match a {
-                LeafAccess::Strided(_) | LeafAccess::Rows(..) => scratch_block(len),
-                LeafAccess::Panels { .. } => PANELS
-                    .try_with(|p| p.borrow_mut().pop())
-                    .ok()
-                    .flatten()
-                    .unwrap_or_default(),
-                _ => AlignedBlock::default(),
-            }
+        gathered.extend(self.access.iter().map(|a| match a {
+            LeafAccess::Strided(_) | LeafAccess::Rows(..) => scratch_block(len),
+            LeafAccess::Panels { .. } => pooled(&PANELS),
+            _ => AlignedBlock::default(),
         }));
         let panels = if self.access.iter().any(|a| matches!(a, LeafAccess::Panels { .. })) {
             vec![0..0; self.access.len()]
@@ -925,13 +919,17 @@ thread_local! {
 /// A block buffer of `len` values for a writer that sets them all, reused from an earlier kernel
 /// when one is free.
 fn scratch_block(len: usize) -> AlignedBlock {
-    let mut buf = SCRATCH
-        .try_with(|s| s.borrow_mut().pop())
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let mut buf = pooled(&SCRATCH);
     buf.set_len_for_writing(len);
     buf
+}
+
+/// A buffer from `pool` (this thread's), or an empty one.
+fn pooled(pool: &'static std::thread::LocalKey<std::cell::RefCell<Vec<AlignedBlock>>>) -> AlignedBlock {
+    pool.try_with(|p| p.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_default()
 }
 
 /// `row` repeated to `len` values, in a block buffer.
