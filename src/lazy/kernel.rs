@@ -755,12 +755,15 @@ impl Blocks<'_> {
             if let LeafAccess::Strided(view) | LeafAccess::Rows(view, _) = a
                 && a.gathers(start, len)
             {
-                match (&self.chunked, one_value(&leaf.buf, view, start, len)) {
-                    (Some(chunked), Some(value)) if v < 64 => {
-                        scratch.values_mut()[..chunked.constant_len().min(len)].fill(value);
+                // Only where chunks run: a single op reads the whole block.
+                let constant_chunk = (self.chunked.as_ref().filter(|_| v < 64))
+                    .and_then(|c| Some((c.constant_len(), one_value(&leaf.buf, view, start, len)?)));
+                match constant_chunk {
+                    Some((chunk, value)) => {
+                        scratch.values_mut()[..chunk.min(len)].fill(value);
                         constant |= 1 << v;
                     }
-                    _ => gather(&leaf.buf, view, start, &mut scratch.values_mut()[..len]),
+                    None => gather(&leaf.buf, view, start, &mut scratch.values_mut()[..len]),
                 }
             }
             if let LeafAccess::Panels { view, tiling, rows } = a
