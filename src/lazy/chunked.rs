@@ -57,8 +57,8 @@ fn sqrt_by_hardware(program: &[Instr]) -> bool {
 fn vector_instructions(instr: &Instr) -> usize {
     match *instr {
         Instr::Unary(UnaryOp::Exp, _) => 15,
-        Instr::Unary(UnaryOp::Erf, _) => 40,
-        Instr::Unary(UnaryOp::Gelu, _) => 44,
+        Instr::Unary(UnaryOp::Erf, _) => 18,
+        Instr::Unary(UnaryOp::Gelu, _) => 22,
         Instr::Unary(UnaryOp::Tanh | UnaryOp::Log, _) => 30,
         Instr::Unary(UnaryOp::Sin | UnaryOp::Cos, _) => 60,
         Instr::Binary(BinaryOp::Pow, _, _) => 190,
