@@ -421,6 +421,39 @@ fn large_transposed_reads_by_panels() {
 }
 
 #[test]
+fn reading_views_whose_values_lie_lines_apart() {
+    // `to_vec` copies a view whose consecutive values lie a cache line or more apart (a
+    // transpose, from 512 values) in tiles, and gathers any other: the reference's values, bit
+    // for bit, either way.
+    let mut rng = rng(17);
+    let x = leaf(&mut rng, &[64, 48], Values::Uniform(-3.0, 3.0));
+    let small = leaf(&mut rng, &[20, 20], Values::Uniform(-3.0, 3.0));
+    let z = leaf(&mut rng, &[8, 40, 50], Values::Uniform(-3.0, 3.0));
+    let pending = x.add(&x);
+    for (what, view) in [
+        ("a transpose", x.permute(&[1, 0])),
+        ("a small transpose", small.permute(&[1, 0])),
+        ("a 3-d permutation", z.permute(&[2, 0, 1])),
+        (
+            "a 3-d permutation keeping its last axis apart",
+            z.permute(&[0, 2, 1]),
+        ),
+        (
+            "a shrunk transpose",
+            x.permute(&[1, 0]).shrink(&[(3, 40), (5, 64)]),
+        ),
+        ("a padded transpose", x.permute(&[1, 0]).pad(&[(1, 2), (0, 3)])),
+        (
+            "every other column",
+            x.reshape(&[64, 24, 2]).shrink(&[(0, 64), (0, 24), (0, 1)]),
+        ),
+        ("a pending node's transpose", pending.permute(&[1, 0])),
+    ] {
+        check_exact(what, &view);
+    }
+}
+
+#[test]
 fn views_with_long_consecutive_runs() {
     // Views whose trailing axes hold runs of at least a block of consecutive values, which
     // kernels read where they lie, gathering only blocks that cross from one run to the next:

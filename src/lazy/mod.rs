@@ -400,6 +400,17 @@ impl LazyBuffer {
             out.extend_from_slice(&buf);
             return out;
         }
+        // A transpose is copied in tiles, each source and output line read and written whole:
+        // gathered value by value, each from another line, a transposed [1024, 1024] took 2.6
+        // times as long, a [512, 256] 5 times.
+        if let Some(tiling) = gather::tiling(&self.view) {
+            let n = self.numel();
+            let mut out = alloc::with_capacity(n);
+            gather::copy_tiled(&buf, &self.view, tiling, &mut out.spare_capacity_mut()[..n]);
+            // SAFETY: `copy_tiled` writes every element of the view, `n` of them.
+            unsafe { out.set_len(n) };
+            return out;
+        }
         let mut out = alloc::filled(self.numel(), 0.0);
         gather::gather(&buf, &self.view, 0, &mut out);
         out
