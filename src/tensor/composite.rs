@@ -125,7 +125,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 
     /// GELU with the exact erf form, `x·Φ(x)` with `Φ(x) = erf(x/√2)·0.5 + 0.5`, by
-    /// [`erf`](Self::erf)'s approximation: within `3e-7·|x|` plus an ulp of the exact value.
+    /// [`erf`](Self::erf)'s approximation: within `3e-7·|x|` plus half an ulp of the exact value.
     /// One elementwise primitive (the same bits as the composite it replaced), with the gradient
     /// `Φ(x) + x·φ(x)`.
     ///
