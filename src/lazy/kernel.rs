@@ -550,6 +550,22 @@ impl Plan<'_> {
         {
             return gather_tiled(&self.kernel.leaves[0].buf, view, *tiling);
         }
+        // One instruction over leaves read where they lie: each block straight from them into
+        // the output, without a block buffer or the per-block bookkeeping of `Blocks`.
+        let in_place = |a: &LeafAccess| matches!(a, LeafAccess::Contiguous(_) | LeafAccess::Periodic { .. });
+        if let [instr] = &self.kernel.program[..]
+            && self.access.iter().all(in_place)
+        {
+            // SAFETY: `execute` writes every element of each block.
+            return unsafe {
+                fill_output(self.n, |part, offset| {
+                    for (start, dst) in line_aligned_blocks(part) {
+                        let value = |v| leaf_block(self, &[], &[], v, offset + start, dst.len());
+                        execute(instr, &operands(instr, value), dst);
+                    }
+                })
+            };
+        }
         // SAFETY: `compute_into` writes every element of each block.
         unsafe {
             fill_output(self.n, |part, offset| {
