@@ -299,6 +299,26 @@ fn rows_repeated_over_many_blocks() {
 }
 
 #[test]
+fn one_op_kernels_with_a_scalar_or_a_row_operand() {
+    // A single op whose operands are read where they lie (a buffer, a scalar, a row repeated
+    // over rows) runs each block straight from them: rows whose width divides the 1,024-value
+    // block, does not, is wider, or is narrower than a vector; a scalar; on either side.
+    let mut rng = rng(19);
+    for shape in [[40, 1024], [50, 700], [9, 2500], [400, 3], [1, 37]] {
+        let x = leaf(&mut rng, &shape, Values::Uniform(-3.0, 3.0));
+        let row = leaf(&mut rng, &[1, shape[1]], Values::Uniform(-3.0, 3.0)).expand(&shape);
+        let scalar = LazyBuffer::full(&shape, 0.37);
+        check_exact(&format!("{shape:?} + a row"), &x.add(&row));
+        check_exact(&format!("a row - {shape:?}"), &row.sub(&x));
+        check_exact(&format!("{shape:?} * a scalar"), &x.mul(&scalar));
+        check_exact(
+            &format!("max(a scalar, {shape:?})"),
+            &scalar.binary(BinaryOp::Max, &x),
+        );
+    }
+}
+
+#[test]
 fn columns_repeated_along_rows() {
     // Row statistics (`[rows, 1]` broadcast over the columns), as layer norm and softmax read
     // them: in a kernel of several ops, a block within one row reads the row's value from one
