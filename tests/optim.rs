@@ -457,9 +457,10 @@ fn large_parameter_updates_split_across_threads_match_small_pieces() {
 }
 
 /// State belongs to the model first stepped: a parameter of another length at the same position
-/// is a programmer error, reported with both lengths rather than a silently partial update.
+/// is a programmer error, reported with its name and both lengths rather than a silently partial
+/// update.
 #[test]
-#[should_panic(expected = "the optimizer holds 6 state values for parameter 0, which has 12")]
+#[should_panic(expected = "the optimizer holds 6 state values for parameter 0 (`weight`), which has 12")]
 fn stepping_another_model_with_the_same_optimizer_panics_with_both_lengths() {
     let mut sgd = Sgd::new(0.1).momentum(0.9);
     let mut small = Linear::<3, 2>::init(&mut StdRng::seed_from_u64(1));
@@ -468,6 +469,38 @@ fn stepping_another_model_with_the_same_optimizer_panics_with_both_lengths() {
     let mut large = Linear::<4, 3>::init(&mut StdRng::seed_from_u64(1));
     large.weight.sum_all().backward();
     sgd.step(&mut large);
+}
+
+/// The lengths are checked before any parameter changes: a model whose first parameter matches
+/// the state and whose second does not is left as it was, by either optimizer.
+#[test]
+fn a_mismatched_state_panics_before_any_parameter_changes() {
+    fn step_twice(opt: &mut impl Optimizer) -> String {
+        let mut first = Linear::<3, 2>::init(&mut StdRng::seed_from_u64(1));
+        first.forward(Tensor::<Rank1<3>>::ones()).sum_all().backward();
+        opt.step(&mut first);
+        // Weight [3, 2] has the 6 values of [2, 3]; bias has 3 values, not 2.
+        let mut second = Linear::<2, 3>::init(&mut StdRng::seed_from_u64(2));
+        second.forward(Tensor::<Rank1<2>>::ones()).sum_all().backward();
+        let before = second.state_dict();
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| opt.step(&mut second)))
+            .expect_err("the second model's bias has another length");
+        assert_eq!(
+            second.state_dict(),
+            before,
+            "a parameter changed before the panic"
+        );
+        panic.downcast_ref::<String>().cloned().unwrap_or_default()
+    }
+    for message in [
+        step_twice(&mut Sgd::new(0.1).momentum(0.9)),
+        step_twice(&mut Adam::new(0.1)),
+    ] {
+        assert!(
+            message.starts_with("the optimizer holds 2 state values for parameter 1 (`bias`), which has 3"),
+            "{message}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-//! A panicking method (run-time dims that disagree, an invalid optimizer setting) reports the
-//! caller's line, not a line inside the library: that line is where the bug is. One test, since
-//! the panic hook it sets is global to the process.
+//! A panicking method (run-time dims that disagree, an invalid optimizer setting, a second
+//! backward through a graph, an optimizer stepping another model) reports the caller's line, not
+//! a line inside the library: that line is where the bug is. One test, since the panic hook it
+//! sets is global to the process.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -27,7 +28,10 @@ type Case<'a> = (&'static str, u32, Box<dyn FnOnce() + 'a>);
 fn panics_report_the_callers_line() {
     panic::set_hook(Box::new(|info| {
         let location = info.location().expect("a location");
-        let message = (info.payload().downcast_ref::<String>().cloned()).unwrap_or_default();
+        let payload = info.payload();
+        let message = (payload.downcast_ref::<String>().cloned())
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
         *LAST.lock().unwrap() = Some((location.file().to_string(), location.line(), message));
     }));
     let a: Rows = Tensor::zeros_in((3usize, Const::<4>));
@@ -38,6 +42,17 @@ fn panics_report_the_callers_line() {
     let mut layer = Linear::<4, 2>::init(&mut rand::rngs::StdRng::seed_from_u64(0));
     let mut opt = Sgd::new(0.1);
     opt.nesterov = true;
+    // A graph already backpropagated, and optimizers that stepped a model of other lengths.
+    let used = layer.forward(Tensor::<Rank1<4>>::ones()).sum_all();
+    used.backward();
+    let [mut wide, mut wide2] = [1, 2].map(|seed| {
+        let wide = Linear::<5, 2>::init(&mut rand::rngs::StdRng::seed_from_u64(seed));
+        wide.weight.sum_all().backward();
+        wide
+    });
+    let (mut sgd, mut adam) = (Sgd::new(0.1).momentum(0.9), Adam::new(0.1));
+    sgd.step(&mut layer);
+    adam.step(&mut layer);
     // One line each: `line!()` must be the line of the call.
     let cases: Vec<Case> = vec![
         ("add: ", line!(), Box::new(|| drop(&a + &b))),
@@ -53,6 +68,9 @@ fn panics_report_the_callers_line() {
         ("mse: ", line!(), Box::new(|| drop(mse(&a, &b)))),
         ("zeros_in: ", line!(), Box::new(|| drop(Rows::zeros_in(huge)))),
         ("Nesterov momentum", line!(), Box::new(|| opt.step(&mut layer))),
+        ("backward through a graph", line!(), Box::new(|| used.backward())),
+        ("the optimizer holds", line!(), Box::new(|| sgd.step(&mut wide))),
+        ("the optimizer holds", line!(), Box::new(|| adam.step(&mut wide2))),
     ];
     let sites: Vec<_> = cases
         .into_iter()

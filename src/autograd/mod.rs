@@ -223,6 +223,7 @@ impl Var {
     ///
     /// Panics if the graph was already consumed by an earlier `backward` (its rules are freed as
     /// they run) — build the forward pass again instead.
+    #[track_caller]
     pub(crate) fn backward_with(&self, seed: LazyBuffer) {
         let Some(root) = &self.node else { return };
         let order = topological_order(root);

@@ -1,6 +1,6 @@
 //! Adam and AdamW.
 
-use super::{Optimizer, apply_updates, check_state_len, flush_subnormal, slot, update_split};
+use super::{Optimizer, apply_updates, check_state_lens, flush_subnormal, slot, update_split};
 use crate::nn::Params;
 use crate::simd::simd_dispatch;
 
@@ -94,6 +94,7 @@ impl Adam {
 }
 
 impl Optimizer for Adam {
+    #[track_caller]
     fn step<M: Params + ?Sized>(&mut self, model: &mut M) {
         let Adam {
             lr,
@@ -104,13 +105,13 @@ impl Optimizer for Adam {
             ..
         } = *self;
         let moments = &mut self.moments;
+        check_state_lens(model, |i| moments.get(i)?.as_ref().map(|state| state.m.len()));
         apply_updates(model, |i, p, g| {
             let Moments { step, m, v } = slot(moments, i).get_or_insert_with(|| Moments {
                 step: 0,
                 m: vec![0.0; p.len()],
                 v: vec![0.0; p.len()],
             });
-            check_state_len(i, m, p.len());
             *step = step.saturating_add(1);
             let t = (*step).min(i32::MAX as u32) as i32;
             let inv_correction1 = (1.0 / (1.0 - (b1 as f64).powi(t))) as f32;

@@ -26,8 +26,8 @@ pub trait Optimizer {
     /// Applies one update to every parameter that has a gradient.
     ///
     /// Optimizer state (momentum, moments) is kept by parameter position for the model first
-    /// stepped. Panics, naming the parameter and both lengths, if a later model's parameter at a
-    /// position has another length: use one optimizer per model.
+    /// stepped. Panics, naming the parameter and both lengths and before changing anything, if a
+    /// later model's parameter at a position has another length: use one optimizer per model.
     fn step<M: Params + ?Sized>(&mut self, model: &mut M);
 
     /// Clears every parameter's gradient (gradients accumulate across `backward()` calls).
@@ -77,17 +77,32 @@ pub(crate) fn update_split<const N: usize>(
     });
 }
 
-/// Panics unless the state kept for parameter `index` has its `len` values: an optimizer's state
-/// belongs to the model it first stepped, by parameter position.
-pub(crate) fn check_state_len(index: usize, state: &[f32], len: usize) {
-    assert_eq!(
-        state.len(),
-        len,
-        "the optimizer holds {} state values for parameter {index}, which has {len}: an optimizer \
-         keeps state by parameter position for the model it first stepped, so step another model \
-         with a new optimizer",
-        state.len()
-    );
+/// Panics, before anything changes, if the state an optimizer holds for some parameter position
+/// (`state_len(index)`, if it holds any) is not that parameter's length: an optimizer's state
+/// belongs to the model it first stepped, by parameter position. Reported at the line that called
+/// `step`, naming the parameter.
+#[track_caller]
+pub(crate) fn check_state_lens<M: Params + ?Sized>(
+    model: &mut M,
+    state_len: impl Fn(usize) -> Option<usize>,
+) {
+    let (mut index, mut mismatch) = (0, None);
+    model.visit_mut("", &mut |name, p| {
+        let len = p.as_var_mut().buf.numel();
+        if mismatch.is_none()
+            && let Some(held) = state_len(index).filter(|&held| held != len)
+        {
+            mismatch = Some((index, name.to_string(), held, len));
+        }
+        index += 1;
+    });
+    if let Some((index, name, held, len)) = mismatch {
+        panic!(
+            "the optimizer holds {held} state values for parameter {index} (`{name}`), which has \
+             {len}: an optimizer keeps state by parameter position for the model it first stepped, \
+             so step another model with a new optimizer"
+        );
+    }
 }
 
 /// The state slot of parameter `index`, growing the list as parameters are first seen.

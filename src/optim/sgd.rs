@@ -1,6 +1,6 @@
 //! Stochastic gradient descent with momentum, dampening, Nesterov and weight decay.
 
-use super::{Optimizer, apply_updates, check_state_len, flush_subnormal, slot, update_split};
+use super::{Optimizer, apply_updates, check_state_lens, flush_subnormal, slot, update_split};
 use crate::nn::Params;
 use crate::simd::simd_dispatch;
 
@@ -104,6 +104,7 @@ impl Optimizer for Sgd {
             ..
         } = *self;
         let buffers = &mut self.momentum_buffers;
+        check_state_lens(model, |i| buffers.get(i)?.as_ref().map(Vec::len));
         let rule = Rule {
             lr,
             momentum,
@@ -119,7 +120,6 @@ impl Optimizer for Sgd {
             let state = slot(buffers, i);
             let first = state.is_none();
             let b = state.get_or_insert_with(|| vec![0.0; p.len()]);
-            check_state_len(i, b, p.len());
             update_split([p, b], g, |[p, b], g| update(rule, p, b, g, first));
         });
     }
