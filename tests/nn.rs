@@ -293,6 +293,17 @@ fn load_state_dict_checks_everything_before_changing_anything() {
         "{err:?}"
     );
     assert_eq!(model.state_dict(), before);
+    // Repeated: a second entry of the same name would otherwise be ignored (or win) silently.
+    let mut state = donor.state_dict();
+    let mut again = state[1].clone();
+    again.2.iter_mut().for_each(|v| *v = 9.0);
+    state.push(again);
+    let err = model.load_state_dict(&state).unwrap_err();
+    assert!(
+        matches!(&err, Error::Data { location, message } if location == "0.bias" && message.contains("more than once")),
+        "{err:?}"
+    );
+    assert_eq!(model.state_dict(), before);
     // A good one, in any order, loads every value.
     let mut state = donor.state_dict();
     state.reverse();

@@ -99,8 +99,16 @@ pub trait Params {
     }
 
     /// Loads values by name. All names and shapes are checked before anything changes: a
-    /// missing, extra or misshapen entry is an error and the module is left untouched.
+    /// missing, extra, repeated or misshapen entry is an error and the module is left untouched.
     fn load_state_dict(&mut self, state: &[(String, Vec<usize>, Vec<f32>)]) -> Result<()> {
+        if let Some((i, (name, _, _))) =
+            (state.iter().enumerate()).find(|(i, (name, _, _))| state[..*i].iter().any(|(n, _, _)| n == name))
+        {
+            return Err(Error::Data {
+                location: name.clone(),
+                message: format!("appears more than once in the state (again at entry {i})"),
+            });
+        }
         let expected = self.named_dims();
         for (name, dims) in &expected {
             let found = state
