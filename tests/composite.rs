@@ -535,6 +535,14 @@ fn cross_entropy_with_large_masked_and_infinite_logits() {
     assert_eq!(loss([f32::NEG_INFINITY, 0.0, 1.0], 0).0, f32::INFINITY);
     let (l, g) = loss([0.0, f32::INFINITY, 1.0], 0);
     assert!(l.is_nan() && g.iter().all(|v| v.is_nan()), "{l} {g:?}");
+    // An empty batch: the mean of no losses is NaN (as PyTorch's), and its gradient is empty.
+    let none = Tensor::from_vec(vec![], (0usize, Const::<3>))
+        .unwrap()
+        .requires_grad();
+    let l = cross_entropy(&none, &Labels::from_vec(vec![])).unwrap();
+    l.backward();
+    assert!(l.item().is_nan(), "{}", l.item());
+    assert_eq!(none.grad().unwrap().to_vec(), Vec::<f32>::new());
 }
 
 #[test]

@@ -220,7 +220,8 @@ impl Labels<usize> {
 /// Mean cross entropy of `logits` (one row per sample) against class `labels`:
 /// `mean_i( logsumexp(logits_i) - logits_i[label_i] )`, finite for logits of any finite
 /// magnitude. A `-inf` logit (a mask) other than the label's costs nothing; on the label it makes
-/// the loss `+inf`; a row holding `+inf` or NaN makes it NaN (as in PyTorch).
+/// the loss `+inf`; a row holding `+inf` or NaN makes it NaN (as in PyTorch). The mean over an
+/// empty batch is `0/0`: NaN, as in PyTorch (and as [`Tensor::mean_all`] of no values).
 ///
 /// A label `>= C` is [`Error::Data`] naming the sample; a run-time batch size that differs is
 /// [`Error::ShapeMismatch`].
@@ -358,15 +359,23 @@ impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
     /// The index of the largest value in each row (the first, on ties). NaN is never the largest
     /// (PyTorch's `argmax` takes it as the largest); a row of only NaN gives 0. Realizes.
     ///
+    /// Rows of no values (`C = 0`) have no largest: a compile error (when code is generated, as
+    /// for `reshape`).
+    ///
     /// ```
     /// use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([[0.1, 0.9], [2.0, 1.0]]).argmax_rows(), vec![1, 0]);
     /// ```
     pub fn argmax_rows(&self) -> Vec<usize> {
+        const {
+            assert!(
+                C > 0,
+                "argmax_rows needs at least one column: no value is the largest"
+            )
+        };
         let values = self.to_vec();
         values
-            .chunks(C.max(1))
-            .take(self.shape.0.size())
+            .chunks(C)
             .map(|row| {
                 row.iter()
                     .enumerate()

@@ -174,7 +174,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         self.sum_keepdim::<Ax>() / count as f32
     }
 
-    /// Mean of every element.
+    /// Mean of every element (of none, NaN: `0/0`).
     ///
     /// ```
     /// use teenygrad::prelude::*;
