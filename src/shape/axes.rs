@@ -16,8 +16,32 @@ use super::shapes::Shape;
     note = "axes are written `Axis<I>`, `Axes2<I, J>`, ... up to `Axes6`"
 )]
 pub trait Axes {
+    /// Whether no axis appears twice (a permutation's must not repeat).
+    const DISTINCT: bool;
     /// The axis indices, in the order given.
     fn indices() -> Vec<usize>;
+}
+
+/// Fails to compile (when instantiated) if an axis of `Ax` repeats. One constant for every
+/// caller, so a mistake is reported once, at the outermost generic call.
+pub(crate) const fn assert_distinct<Ax: Axes>() {
+    const { assert!(Ax::DISTINCT, "permute axes must not repeat") }
+}
+
+/// Whether no value in `axes` appears twice.
+pub(crate) const fn distinct(axes: &[usize]) -> bool {
+    let mut i = 0;
+    while i < axes.len() {
+        let mut j = i + 1;
+        while j < axes.len() {
+            if axes[i] == axes[j] {
+                return false;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
 }
 
 macro_rules! axes_type {
@@ -27,6 +51,7 @@ macro_rules! axes_type {
         pub struct $name<$(const $i: usize),*>;
 
         impl<$(const $i: usize),*> Axes for $name<$($i),*> {
+            const DISTINCT: bool = distinct(&[$($i),*]);
             fn indices() -> Vec<usize> {
                 vec![$($i),*]
             }

@@ -3,7 +3,7 @@
 //! Generating every permutation (720 at rank 6) would slow every build; instead an impl per rank
 //! reads each output dim through `HasAxis`, and a const assert rejects repeated axes.
 
-use super::axes::{Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, HasAxis};
+use super::axes::{Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, HasAxis, assert_distinct};
 use super::dims::Dim;
 use super::shapes::Shape;
 
@@ -30,21 +30,6 @@ pub trait PermuteShape<Ax: Axes>: Shape {
     fn permuted(&self) -> Self::Output;
 }
 
-const fn distinct(axes: &[usize]) -> bool {
-    let mut i = 0;
-    while i < axes.len() {
-        let mut j = i + 1;
-        while j < axes.len() {
-            if axes[i] == axes[j] {
-                return false;
-            }
-            j += 1;
-        }
-        i += 1;
-    }
-    true
-}
-
 macro_rules! permute_impl {
     ($name:ident<$($a:ident),*> for ($($d:ident),*)) => {
         #[diagnostic::do_not_recommend]
@@ -54,7 +39,7 @@ macro_rules! permute_impl {
         {
             type Output = ($(<Self as HasAxis<$a>>::Dim,)*);
             fn permuted(&self) -> Self::Output {
-                const { assert!(distinct(&[$($a),*]), "permute axes must not repeat") };
+                const { assert_distinct::<$name<$($a),*>>() };
                 ($(HasAxis::<$a>::dim(self),)*)
             }
         }
@@ -101,8 +86,10 @@ mod tests {
 
     #[test]
     fn distinctness() {
+        use crate::shape::axes::distinct;
         assert!(distinct(&[]));
         assert!(distinct(&[2, 0, 1]));
         assert!(!distinct(&[0, 1, 0]));
+        const { assert!(Axes3::<2, 0, 1>::DISTINCT && !Axes3::<0, 1, 0>::DISTINCT) };
     }
 }

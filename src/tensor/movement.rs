@@ -3,6 +3,7 @@
 
 use super::{GradMode, Tensor};
 use crate::error::{Error, Result, or_panic};
+use crate::shape::axes::assert_distinct;
 use crate::shape::runtime::checked_numel;
 use crate::shape::{
     Axes, BroadcastTo, Const, ConstShape, Dim, PermuteShape, Shape, assert_same_numel, check_reshape,
@@ -55,6 +56,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ConstShape,
     {
+        // Also checked by `reshape`; here the error names the caller's line.
+        const { assert_same_numel::<S, (Const<N>,)>() };
         self.reshape::<(Const<N>,)>()
     }
 
@@ -69,6 +72,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: PermuteShape<Ax>,
     {
+        // Also checked by `permuted`; here the error names the caller's line.
+        const { assert_distinct::<Ax>() };
         Tensor::from_var(self.shape.permuted(), self.var.permute(&Ax::indices()))
     }
 
