@@ -117,7 +117,7 @@ impl ExpandDim<usize> for usize {
     message = "shapes `{Self}` and `{Rhs}` cannot be broadcast together",
     label = "these shapes do not broadcast",
     note = "numpy rule: trailing dims are aligned; each pair must be the same dim, or one of them `One` (a missing leading dim counts as `One`)",
-    note = "`Const<1>` is an exact size and does not broadcast (`One` does); a `usize` dim pairs only with `usize` or `One`"
+    note = "`Const<1>` is an exact size and does not broadcast (`One` does); a `usize` dim pairs only with `usize` or `One` (`t.reshape_to((n, Const::<3>))` gives `t` a run-time dim)"
 )]
 pub trait BroadcastShape<Rhs: Shape>: Shape {
     /// The broadcast shape.
