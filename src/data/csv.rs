@@ -110,7 +110,7 @@ pub fn parse_csv(text: &str, source_name: &str) -> Result<Dataset> {
 
     let mut data = Dataset::default();
     let mut blank_since: Option<usize> = None;
-    let mut last_line = 0;
+    let (mut last_line, mut header) = (0, None);
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
         last_line = line_no;
@@ -126,7 +126,8 @@ pub fn parse_csv(text: &str, source_name: &str) -> Result<Dataset> {
             ));
         }
         if line_no == 1 && line.split(',').all(|field| field.trim().parse::<f64>().is_err()) {
-            continue; // a header
+            header = Some(line);
+            continue;
         }
         let (label, image) = parse_row(line).map_err(|message| error(line_no, message))?;
         data.labels.push(label);
@@ -136,19 +137,32 @@ pub fn parse_csv(text: &str, source_name: &str) -> Result<Dataset> {
         let message = if last_line == 0 {
             "the file is empty: no data rows".to_string()
         } else {
-            "no data rows (only a header or blank lines)".to_string()
+            let hint = header.map_or(String::new(), separator_hint);
+            format!("no data rows (only a header or blank lines){hint}")
         };
         return Err(error(last_line.max(1), message));
     }
     Ok(data)
 }
 
+/// For a line without a comma that has another common separator: a note saying so.
+fn separator_hint(line: &str) -> String {
+    let other = [';', '\t', '|'].into_iter().find(|&c| line.contains(c));
+    match other {
+        Some(c) if !line.contains(',') => {
+            format!("; fields are separated by commas, and this line has {c:?} instead")
+        }
+        _ => String::new(),
+    }
+}
+
 fn parse_row(line: &str) -> std::result::Result<(u8, [f32; FEATURES]), String> {
     let fields: Vec<&str> = line.split(',').map(str::trim).collect();
     if fields.len() != COLUMNS {
         return Err(format!(
-            "expected {COLUMNS} columns (a label and {FEATURES} pixels), got {}",
-            fields.len()
+            "expected {COLUMNS} columns (a label and {FEATURES} pixels), got {}{}",
+            fields.len(),
+            separator_hint(line)
         ));
     }
     let label_field = fields[0];
@@ -286,6 +300,32 @@ mod tests {
             let err = parse_csv(&text, "t").unwrap_err().to_string();
             assert!(err.starts_with("t:1: "), "{label}: {err}");
         }
+    }
+
+    /// A file with another separator is read as one field per line: the error says why.
+    #[test]
+    fn another_separator_is_named() {
+        let semicolons = row("1", "0").replace(',', ";");
+        let err = parse_csv(&format!("{semicolons}\n"), "t")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "t:1: no data rows (only a header or blank lines); fields are separated by commas, and \
+             this line has ';' instead"
+        );
+        let tabs = row("1", "0").replace(',', "\t");
+        let err = parse_csv(&format!("label\tp0\n{tabs}\n"), "t")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "t:2: expected 65 columns (a label and 64 pixels), got 1; fields are separated by commas, \
+             and this line has '\\t' instead"
+        );
+        // Commas present: no hint, whatever else the line holds.
+        let err = parse_csv("3,0.5;0.5\n", "t").unwrap_err().to_string();
+        assert_eq!(err, "t:1: expected 65 columns (a label and 64 pixels), got 2");
     }
 
     #[test]
