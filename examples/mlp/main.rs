@@ -250,13 +250,16 @@ fn run(args: &Args) -> Result<()> {
         }
     }
     let (train_set, test_set, source) = load_data(args)?;
+    let optimizer = match args.optimizer {
+        OptimizerKind::Sgd => "Sgd (momentum 0.9)",
+        OptimizerKind::Adam => "Adam",
+    };
     println!(
-        "teenygrad MLP 64→128→10 on {source}: {} train / {} test, {} epochs, batch {}, {:?} lr {}",
+        "teenygrad MLP 64→128→10 on {source}: {} train / {} test, {} epochs, batch {}, {optimizer} lr {}",
         train_set.len(),
         test_set.len(),
         args.epochs,
         args.batch,
-        args.optimizer,
         args.lr()
     );
     let mut rng = StdRng::seed_from_u64(args.seed);
