@@ -487,6 +487,27 @@ fn corrupt_or_truncated_files_are_rejected() {
     file.extend(bad_offsets.as_bytes());
     file.extend(&good[8 + n..]);
     assert_rejected(&file, "safetensors data", "not a valid safetensors file");
+    // A field given twice in one tensor's entry, or `__metadata__` twice, as the reference
+    // reader rejects them (a tensor name given twice is read as its last entry, as there).
+    for (from, to, needle) in [
+        (
+            "\"data_offsets\":[0,32]",
+            "\"data_offsets\":[0,0],\"data_offsets\":[0,32]",
+            "`data_offsets` appears",
+        ),
+        (
+            "{",
+            "{\"__metadata__\":null,\"__metadata__\":null,",
+            "`__metadata__` appears",
+        ),
+    ] {
+        let twice = header.replacen(from, to, 1);
+        assert_ne!(twice, header);
+        let mut file = (twice.len() as u64).to_le_bytes().to_vec();
+        file.extend(twice.as_bytes());
+        file.extend(&good[8 + n..]);
+        assert_rejected(&file, "safetensors data", needle);
+    }
 }
 
 #[test]

@@ -41,8 +41,13 @@ pub(super) fn read(bytes: &[u8]) -> Result<HashMap<String, Entry<'_>>, String> {
     if !header.starts_with('{') {
         return Err(invalid("the header does not start with `{`".into()));
     }
-    let members = json::parse(header)
-        .map_err(invalid)?
+    let header = json::parse(header).map_err(invalid)?;
+    if let Json::Object(members) = &header
+        && members.iter().filter(|(key, _)| key == "__metadata__").count() > 1
+    {
+        return Err(invalid("`__metadata__` appears more than once".into()));
+    }
+    let members = header
         .into_members()
         .ok_or_else(|| invalid("the header is not a JSON object".into()))?;
 
@@ -139,6 +144,9 @@ struct TensorInfo {
 
 impl TensorInfo {
     fn parse(value: Json) -> Result<Self, String> {
+        if let Some(key) = value.repeated_key() {
+            return Err(format!("`{key}` appears more than once"));
+        }
         let mut fields = value.into_members().ok_or("its entry is not a JSON object")?;
         let mut take = |key: &str| fields.remove(key).ok_or(format!("`{key}` is missing"));
         let Json::String(dtype) = take("dtype")? else {

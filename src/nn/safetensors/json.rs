@@ -35,9 +35,18 @@ impl<'a> Json<'a> {
         }
     }
 
+    /// The first key that an object holds more than once, if any.
+    pub(super) fn repeated_key(&self) -> Option<&str> {
+        let Json::Object(members) = self else { return None };
+        (members.iter().enumerate())
+            .find(|(i, (key, _))| members[..*i].iter().any(|(k, _)| k == key))
+            .map(|(_, (key, _))| &**key)
+    }
+
     /// The members of an object by key (so errors about them come in a fixed order), the last of
-    /// each duplicated key winning, as JSON parsers (serde_json, Python's `json`) resolve
-    /// duplicates.
+    /// each duplicated key winning: as the reference implementation reads a header's tensor
+    /// names (into a map). Where it reads fields (a tensor's entry, `__metadata__`), a repeat is
+    /// an error: see [`Json::repeated_key`].
     pub(super) fn into_members(self) -> Option<BTreeMap<Cow<'a, str>, Json<'a>>> {
         match self {
             Json::Object(members) => Some(members.into_iter().collect()),
