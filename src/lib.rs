@@ -21,7 +21,7 @@ pub use rand;
 pub mod prelude {
     pub use crate::error::{Error, Result};
     pub use crate::nn::{
-        Detach, Gelu, Init, LayerNorm, Linear, Mlp, Module, Param, Params, Relu, Sigmoid, Tanh,
+        Detach, Gelu, GeluTanh, Init, LayerNorm, Linear, Mlp, Module, Param, Params, Relu, Sigmoid, Tanh,
     };
     pub use crate::optim::{Adam, Optimizer, Sgd};
     pub use crate::shape::{

@@ -4,7 +4,9 @@
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use teenygrad::Error;
-use teenygrad::nn::{Detach, Gelu, Init, LayerNorm, Linear, Mlp, Module, Params, Relu, Sigmoid, Tanh};
+use teenygrad::nn::{
+    Detach, Gelu, GeluTanh, Init, LayerNorm, Linear, Mlp, Module, Params, Relu, Sigmoid, Tanh,
+};
 use teenygrad::prelude::*;
 
 const EPS: f64 = f32::EPSILON as f64;
@@ -233,6 +235,10 @@ fn activations_as_modules_equal_the_methods() {
     );
     assert_eq!(bits(&Tanh.forward(x.clone()).to_vec()), bits(&x.tanh().to_vec()));
     assert_eq!(bits(&Gelu.forward(x.clone()).to_vec()), bits(&x.gelu().to_vec()));
+    assert_eq!(
+        bits(&GeluTanh.forward(x.clone()).to_vec()),
+        bits(&x.gelu_tanh().to_vec())
+    );
     assert_eq!(Relu.forward(x).to_array(), [0.0, 0.0, 0.0, 0.5, 3.0]);
 }
 

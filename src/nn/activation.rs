@@ -79,3 +79,14 @@ activation!(
     /// ```
     Gelu => gelu
 );
+activation!(
+    /// GELU in its tanh form ([`Tensor::gelu_tanh`]), as PyTorch's
+    /// `nn.GELU(approximate="tanh")`: the activation of models trained with it (GPT-2's).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// use teenygrad::nn::{GeluTanh, Module};
+    /// assert_eq!(GeluTanh.forward(Tensor::from([0.0])).to_array(), [0.0]);
+    /// ```
+    GeluTanh => gelu_tanh
+);

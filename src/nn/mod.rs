@@ -24,7 +24,7 @@ mod safetensors;
 mod sequential;
 
 pub use self::safetensors::{from_bytes, load, save, to_bytes};
-pub use activation::{Gelu, Relu, Sigmoid, Tanh};
+pub use activation::{Gelu, GeluTanh, Relu, Sigmoid, Tanh};
 pub use linear::Linear;
 pub use norm::LayerNorm;
 pub use params::{Name, Param, Params, join};
