@@ -685,6 +685,47 @@ fn column_reductions_wider_than_a_tile_keep_their_order() {
     }
 }
 
+/// A fused column reduction whose rows are longer than half a block computes several rows before
+/// adding them up (so each chunk of sums stays in registers across them): each output still
+/// takes its values in row order, bit for bit as the same reduction of the stored values. Values
+/// of binades 2^-30 to 2^29 and both signs, so f64 sums round and their order shows; rows of 513
+/// to 4,100 values, row counts that the pieces do not divide, and groups (a middle axis).
+#[test]
+fn fused_column_reductions_of_long_rows_keep_their_order() {
+    let mut rng = rng(21);
+    let mut spread = |shape: &[usize]| {
+        let values = (0..numel(shape))
+            .map(|_| {
+                let b: u32 = rng.random();
+                f32::from_bits((b & 0x807F_FFFF) | ((97 + (b >> 8) % 60) << 23))
+            })
+            .collect();
+        LazyBuffer::from_vec(values, shape).unwrap()
+    };
+    for (shape, axes) in [
+        (&[9usize, 513][..], &[0usize][..]),
+        (&[5, 1000], &[0]),
+        (&[3, 1024], &[0]),
+        (&[1, 1024], &[0]),
+        (&[7, 4100], &[0]),
+        (&[2, 5, 1030], &[1]),
+        (&[3, 2, 600], &[0, 1]),
+    ] {
+        let (x, y) = (spread(shape), spread(shape));
+        let row = spread(&shape[shape.len() - 1..]).expand(shape);
+        let fused = || x.mul(&y).add(&row);
+        for op in REDUCE {
+            let stored = fused().realize().reduce(op, axes);
+            let lazily = fused().reduce(op, axes);
+            let (want, got) = (stored.to_vec(), lazily.to_vec());
+            assert!(
+                want.iter().zip(&got).all(|(w, g)| w.to_bits() == g.to_bits()),
+                "{op:?} over {axes:?} of {shape:?}: {got:?} against {want:?}"
+            );
+        }
+    }
+}
+
 /// A reduction of a permuted view runs over its axes in the buffer's order where that keeps the
 /// kept axes in their order: every permutation of a rank-3 buffer, every axis set, large enough
 /// for a reduction split into pieces, and with a second leaf read in the logical order.
