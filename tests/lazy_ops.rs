@@ -383,9 +383,10 @@ fn large_transposed_reads() {
 #[test]
 fn large_transposed_reads_by_panels() {
     // Past 2^16 values, a kernel whose blocks come in order copies a transposed leaf a panel of
-    // rows at a time as its blocks reach them. Rows of 700 make panels of 32 rows (22,400 values, no multiple of
-    // a block), so blocks straddle panels; the 3-d permutations tile along their middle axis;
-    // rows of 5,000 along the tiles' axis are too long for panels and are copied whole.
+    // rows at a time as its blocks reach them. Rows of 700 make panels of 80 rows (56,000 values,
+    // no multiple of a block), so blocks straddle panels; the 3-d permutations tile along their
+    // middle axis; rows of 5,000 along the tiles' axis are too long for panels and are copied
+    // whole. On several threads, a thread's panel stops where its part of the output does.
     let mut rng = rng(16);
     let x = leaf(&mut rng, &[700, 301], Values::Uniform(-3.0, 3.0)).permute(&[1, 0]);
     let y = leaf(&mut rng, &[301, 700], Values::Uniform(-3.0, 3.0));
@@ -426,12 +427,17 @@ fn large_transposed_reads_by_panels() {
         &z.add(&LazyBuffer::full(&[50, 64, 40], 1.0)),
     );
     check_exact("copy of a 3-d permutation", &z.contiguous());
-    // Rows of 19,200 values, longer than a panel aims at: a panel is one row, or two where a
-    // block crosses from one into the next.
+    // Rows of 19,200 values: a panel is three rows, or four where a block crosses from one into
+    // the next; rows of 38,400: one row, or two.
     let w = leaf(&mut rng, &[4, 150, 128], Values::Uniform(-3.0, 3.0)).permute(&[0, 2, 1]);
     check_exact(
         "long rows of a 3-d permutation - 1",
         &w.sub(&LazyBuffer::full(&[4, 128, 150], 1.0)),
+    );
+    let w = leaf(&mut rng, &[2, 300, 128], Values::Uniform(-3.0, 3.0)).permute(&[0, 2, 1]);
+    check_exact(
+        "longer rows of a 3-d permutation - 1",
+        &w.sub(&LazyBuffer::full(&[2, 128, 300], 1.0)),
     );
     let long = leaf(&mut rng, &[5000, 20], Values::Uniform(-3.0, 3.0)).permute(&[1, 0]);
     check_exact(

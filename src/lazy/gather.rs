@@ -236,29 +236,30 @@ pub(crate) fn tiling(view: &View) -> Option<Tiling> {
     (group == last || shape[group..].iter().product::<usize>() <= 1 << 16).then_some(Tiling { a, group })
 }
 
-/// Values an elementwise kernel's panel of a tiled leaf aims at (see [`panel_rows`]): 64 KiB,
-/// which stay in L2 between the copy that writes them and the blocks that read them.
-const PANEL: usize = 1 << 14;
-
-/// Values a panel may hold when one row of the first axis (or a tile's height of them) is longer
-/// than [`PANEL`]: 256 KiB, still well within L2.
-const PANEL_MAX: usize = 1 << 16;
+/// Values an elementwise kernel's panel of a tiled leaf holds at most (see [`panel_rows`]):
+/// 256 KiB, which stay in L2 between the copy that writes them and the blocks that read them.
+/// Panels of a transposed [1024, 1024] are 64 of its rows, so each source page a tile reads is
+/// read again by the panel's next three tiles; at 16 rows (panels of 64 KiB, as before), every
+/// tile read 16 new pages. One thread, against those, medians of 11 pairs: `x + yᵀ` over
+/// [1024, 1024] 0.87 of its time, [2048, 512] 0.94; `exp(yᵀ)` 0.92 and 0.91; a row sum of
+/// `exp(yᵀ)` 0.83 and 0.92; [512, 2048] and [256, 1024] 0.94–0.99.
+const PANEL: usize = 1 << 16;
 
 /// How many rows of its first axis `view` is copied in per panel, if it is larger than a panel
-/// may be and panels of it fit in L2: about [`PANEL`] values, in whole tiles where the tiles run
-/// along that axis. A smaller view is copied whole: the copy stays in L2 anyway, and a panel's
-/// buffer, sized afresh by each kernel, cost more (`exp` of a transposed [64, 64] took 1.17
-/// times as long by panels, `x + xᵀ` 1.35).
+/// and a panel of it fits: as many as [`PANEL`] holds, in whole tiles where the tiles run along
+/// that axis. A smaller view is copied whole: the copy stays in L2 anyway, and a panel's buffer,
+/// sized afresh by each kernel, cost more (`exp` of a transposed [64, 64] took 1.17 times as
+/// long by panels, `x + xᵀ` 1.35).
 pub(crate) fn panel_rows(view: &View, tiling: Tiling) -> Option<usize> {
     let shape = view.shape();
     let row: usize = shape[1..].iter().product();
     let rows = (PANEL / row.max(1)).max(1);
     let rows = if tiling.a == 0 {
-        rows.next_multiple_of(TILE)
+        (rows / TILE).max(1) * TILE
     } else {
         rows
     };
-    (numel(shape) > PANEL_MAX && rows * row <= PANEL_MAX).then_some(rows)
+    (numel(shape) > PANEL && rows * row <= PANEL).then_some(rows)
 }
 
 /// Every element of `view` over `buf`, row-major, copied in square tiles (see [`copy_tiled`]).

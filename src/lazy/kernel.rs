@@ -308,7 +308,7 @@ impl FusedKernel {
             // Fold all the reduced rows of one tile of columns before the next tile, so its
             // accumulators stay in L1. Each output still takes its values in the same order.
             let span = run_len * inner;
-            let mut blocks = plan.blocks();
+            let mut blocks = plan.blocks(n);
             for slab in (0..n).step_by(span.max(1)) {
                 for column in (0..inner).step_by(COLUMN_TILE) {
                     let len = COLUMN_TILE.min(inner - column);
@@ -339,7 +339,7 @@ impl FusedKernel {
             // same additions, in the same order).
             let span = run_len * inner;
             let piece = (STASH / inner).max(4) * inner;
-            let mut blocks = plan.blocks();
+            let mut blocks = plan.blocks(n);
             let mut stash = scratch_block(piece.min(n));
             for first in (0..n).step_by(piece) {
                 let values = &mut stash.values_mut()[..piece.min(n - first)];
@@ -350,7 +350,7 @@ impl FusedKernel {
             }
             return_scratch([stash].into_iter());
         } else {
-            let mut blocks = plan.blocks();
+            let mut blocks = plan.blocks(n);
             for start in (0..n).step_by(BLOCK) {
                 let values = blocks.compute(start, BLOCK.min(n - start));
                 if columns {
@@ -527,8 +527,9 @@ impl Plan<'_> {
         }
     }
 
-    /// Block buffers for one thread running this plan.
-    fn blocks(&self) -> Blocks<'_> {
+    /// Block buffers for one thread running this plan over positions before `end` (a panel of a
+    /// leaf is not copied past it).
+    fn blocks(&self, end: usize) -> Blocks<'_> {
         let len = BLOCK.min(self.n);
         let program = &self.kernel.program;
         let slot_count = self.slots.iter().flatten().max().map_or(0, |&m| m + 1);
@@ -556,6 +557,7 @@ impl Plan<'_> {
         };
         Blocks {
             plan: self,
+            end,
             slot_bufs,
             gathered,
             panels,
@@ -594,7 +596,7 @@ impl Plan<'_> {
         // SAFETY: `compute_into` writes every element of each block.
         unsafe {
             fill_output(self.n, |part, offset| {
-                let mut blocks = self.blocks();
+                let mut blocks = self.blocks(offset + part.len());
                 for (start, dst) in line_aligned_blocks(part) {
                     blocks.compute_into(offset + start, dst);
                 }
@@ -666,8 +668,8 @@ impl Plan<'_> {
     fn reduce_whole_runs(&self, op: ReduceOp, run_len: usize, out: &mut [f32]) {
         let step = BLOCK - BLOCK % run_len;
         let fold = |first: usize, outs: &mut [f32]| {
-            let mut blocks = self.blocks();
             let (begin, end) = (first * run_len, (first + outs.len()) * run_len);
+            let mut blocks = self.blocks(end);
             for start in (begin..end).step_by(step) {
                 let values = blocks.compute(start, step.min(end - start));
                 let o = (start - begin) / run_len;
@@ -710,7 +712,7 @@ impl Plan<'_> {
             let outputs = range.end.div_ceil(run_len) - first;
             let mut part_out = vec![op.identity(); outputs];
             let mut part_sums = vec![0.0f64; if op == ReduceOp::Sum { outputs } else { 0 }];
-            let mut blocks = self.blocks();
+            let mut blocks = self.blocks(range.end);
             for start in range.clone().step_by(BLOCK) {
                 let values = blocks.compute(start, BLOCK.min(range.end - start));
                 let relative = start - first * run_len;
@@ -734,6 +736,8 @@ impl Plan<'_> {
 /// One thread's working state for a plan: a block buffer per live value and per gathered leaf.
 struct Blocks<'p> {
     plan: &'p Plan<'p>,
+    /// The end of the positions this thread computes.
+    end: usize,
     slot_bufs: Vec<AlignedBlock>,
     gathered: Vec<AlignedBlock>,
     /// The positions each leaf read by panels has in its `gathered` buffer (empty for others).
@@ -810,7 +814,8 @@ impl Blocks<'_> {
             if let LeafAccess::Panels { view, tiling, rows } = a
                 && (start < self.panels[v].start || start + len > self.panels[v].end)
             {
-                self.panels[v] = copy_panel(&leaf.buf, view, *tiling, *rows, start..start + len, scratch);
+                let block = start..start + len;
+                self.panels[v] = copy_panel(&leaf.buf, view, *tiling, *rows, block, self.end, scratch);
             }
         }
         let Some(root) = kernel.program.len().checked_sub(1) else {
@@ -891,20 +896,24 @@ fn one_value(buf: &[f32], view: &View, start: usize, len: usize) -> Option<f32> 
         .then(|| buf[(view.offset() + (start / width) as isize * strides[0]) as usize])
 }
 
-/// Copies the rows of `view`'s first axis from the one holding `block.start`, `rows` of them or
-/// up to the end of `block` if that is further, into `panel`, and returns their positions.
+/// Copies the rows of `view`'s first axis from the one holding `block.start`, `rows` of them (but
+/// none wholly past position `until`, where this thread's work ends) or up to the end of `block`
+/// if that is further, into `panel`, and returns their positions.
 fn copy_panel(
     buf: &[f32],
     view: &View,
     tiling: Tiling,
     rows: usize,
     block: Range<usize>,
+    until: usize,
     panel: &mut AlignedBlock,
 ) -> Range<usize> {
     let shape = view.shape();
     let row: usize = shape[1..].iter().product();
     let first = block.start / row;
-    let end = (first + rows).max(block.end.div_ceil(row)).min(shape[0]);
+    let end = ((first + rows).min(until.div_ceil(row)))
+        .max(block.end.div_ceil(row))
+        .min(shape[0]);
     let mut window: AxisVec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
     window[0] = (first, end);
     panel.set_len_for_writing((end - first) * row);
