@@ -306,19 +306,32 @@ impl FusedKernel {
             plan.reduce_in_pieces(*op, run_len, &mut out, &mut sums);
         } else if column_tiles {
             // Fold all the reduced rows of one tile of columns before the next tile, so its
-            // accumulators stay in L1. Each output still takes its values in the same order.
+            // accumulators stay in L1, and several rows of the tile at a time, so `fold_rows`
+            // keeps them in registers across those rows. Each output still takes its values in
+            // the same order.
             let span = run_len * inner;
             let mut blocks = plan.blocks(n);
+            let mut stash = scratch_block(STASH);
             for slab in (0..n).step_by(span.max(1)) {
                 for column in (0..inner).step_by(COLUMN_TILE) {
                     let len = COLUMN_TILE.min(inner - column);
-                    for row in (slab..slab + span).step_by(inner) {
-                        let start = row + column;
-                        let values = blocks.compute(start, len);
-                        accumulate_columns(*op, values, start, inner, span, &mut out, &mut sums);
+                    let o = slab / span * inner + column;
+                    for first in (0..run_len).step_by(STASH / COLUMN_TILE) {
+                        let rows = (STASH / COLUMN_TILE).min(run_len - first);
+                        let values = &mut stash.values_mut()[..rows * len];
+                        for (r, part) in values.chunks_mut(len).enumerate() {
+                            blocks.compute_into(slab + (first + r) * inner + column, as_uninit(part));
+                        }
+                        let sums = if sums.is_empty() {
+                            &mut [][..]
+                        } else {
+                            &mut sums[o..o + len]
+                        };
+                        fold_column_range(*op, values, len, &mut out[o..o + len], sums);
                     }
                 }
             }
+            return_scratch([stash].into_iter());
         } else if let Some(input) = plan.input_in_order().filter(|_| columns) {
             let span = run_len * inner;
             if parallel::threads() > 1 && n >= 2 * PARALLEL_CHUNK && inner >= 128 {
