@@ -306,26 +306,26 @@ mod tests {
     #[test]
     fn another_separator_is_named() {
         let semicolons = row("1", "0").replace(',', ";");
-        let err = parse_csv(&format!("{semicolons}\n"), "t")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            err,
-            "t:1: no data rows (only a header or blank lines); fields are separated by commas, and \
-             this line has ';' instead"
-        );
         let tabs = row("1", "0").replace(',', "\t");
-        let err = parse_csv(&format!("label\tp0\n{tabs}\n"), "t")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            err,
-            "t:2: expected 65 columns (a label and 64 pixels), got 1; fields are separated by commas, \
-             and this line has '\\t' instead"
-        );
-        // Commas present: no hint, whatever else the line holds.
-        let err = parse_csv("3,0.5;0.5\n", "t").unwrap_err().to_string();
-        assert_eq!(err, "t:1: expected 65 columns (a label and 64 pixels), got 2");
+        for (text, want) in [
+            (
+                format!("{semicolons}\n"),
+                "t:1: no data rows (only a header or blank lines); fields are separated by commas, \
+                 and this line has ';' instead",
+            ),
+            (
+                format!("label\tp0\n{tabs}\n"),
+                "t:2: expected 65 columns (a label and 64 pixels), got 1; fields are separated by \
+                 commas, and this line has '\\t' instead",
+            ),
+            // Commas present: no hint, whatever else the line holds.
+            (
+                "3,0.5;0.5\n".to_string(),
+                "t:1: expected 65 columns (a label and 64 pixels), got 2",
+            ),
+        ] {
+            assert_eq!(parse_csv(&text, "t").unwrap_err().to_string(), want);
+        }
     }
 
     #[test]
