@@ -510,6 +510,25 @@ fn corrupt_or_truncated_files_are_rejected() {
     }
 }
 
+/// A tensor's entry with 300,000 fields besides its own three: they are ignored, and checking
+/// them for repeats takes one pass (a pairwise check would take about 4.5e10 comparisons).
+#[test]
+fn an_entry_of_many_fields_loads() {
+    let model = seeded_mlp(5);
+    let good = nn::to_bytes(&model).unwrap();
+    let n = u64::from_le_bytes(good[..8].try_into().unwrap()) as usize;
+    let header = std::str::from_utf8(&good[8..8 + n]).unwrap();
+    let extra: String = (0..300_000).map(|k| format!("\"k{k}\":0,")).collect();
+    let many = header.replacen("{\"dtype\"", &format!("{{{extra}\"dtype\""), 1);
+    assert_ne!(many, header);
+    let mut file = (many.len() as u64).to_le_bytes().to_vec();
+    file.extend(many.as_bytes());
+    file.extend(&good[8 + n..]);
+    let mut loaded = seeded_mlp(6);
+    nn::from_bytes(&mut loaded, &file).unwrap();
+    assert_eq!(loaded.state_dict(), model.state_dict());
+}
+
 #[test]
 fn offsets_summing_to_overflow_are_an_error_not_a_panic() {
     // Contiguous offsets whose sum is 2^64 - 8: adding the sizes up unchecked would overflow

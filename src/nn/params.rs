@@ -1,5 +1,8 @@
 //! Named, untyped access to a module's parameters: what optimizers and serialization need.
 
+use std::collections::HashSet;
+use std::hash::Hash;
+
 use crate::autograd::Var;
 use crate::error::{Error, Result};
 use crate::lazy::LazyBuffer;
@@ -101,9 +104,7 @@ pub trait Params {
     /// Loads values by name. All names and shapes are checked before anything changes: a
     /// missing, extra, repeated or misshapen entry is an error and the module is left untouched.
     fn load_state_dict(&mut self, state: &[(String, Vec<usize>, Vec<f32>)]) -> Result<()> {
-        if let Some((i, (name, _, _))) =
-            (state.iter().enumerate()).find(|(i, (name, _, _))| state[..*i].iter().any(|(n, _, _)| n == name))
-        {
+        if let Some((i, (name, _, _))) = first_repeated(state, |(name, _, _)| name) {
             return Err(Error::Data {
                 location: name.clone(),
                 message: format!("appears more than once in the state (again at entry {i})"),
@@ -147,6 +148,17 @@ pub trait Params {
         });
         result
     }
+}
+
+/// The first of `items` whose key equals an earlier one's, with its position: a name given twice
+/// in a state, or a field twice in a file's header. In one pass over a set of the keys seen, so a
+/// hostile header of millions of keys costs linear time, not quadratic.
+pub(crate) fn first_repeated<T, K: Hash + Eq + ?Sized>(
+    items: &[T],
+    key: impl Fn(&T) -> &K,
+) -> Option<(usize, &T)> {
+    let mut seen = HashSet::with_capacity(items.len());
+    (items.iter().enumerate()).find(|(_, item)| !seen.insert(key(item)))
 }
 
 /// `prefix.name`, or `name` when the prefix is empty: the name of a module's child `name` when

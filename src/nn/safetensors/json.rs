@@ -6,6 +6,8 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use crate::nn::params::first_repeated;
+
 /// Deeper nesting than this is rejected (serde_json, which the reference implementation uses,
 /// stops at 128 too). A valid header nests three levels.
 const MAX_DEPTH: usize = 128;
@@ -38,9 +40,7 @@ impl<'a> Json<'a> {
     /// The first key that an object holds more than once, if any.
     pub(super) fn repeated_key(&self) -> Option<&str> {
         let Json::Object(members) = self else { return None };
-        (members.iter().enumerate())
-            .find(|(i, (key, _))| members[..*i].iter().any(|(k, _)| k == key))
-            .map(|(_, (key, _))| &**key)
+        first_repeated(members, |(key, _)| &**key).map(|(_, (key, _))| &**key)
     }
 
     /// The members of an object by key (so errors about them come in a fixed order), the last of
