@@ -75,7 +75,7 @@ fn reference_loss(f: &dyn Fn(&mut Leaves) -> Tensor<(), Tracked>, values: &[Vec<
         readers: Vec::new(),
     };
     let loss = f(&mut leaves);
-    reference::evaluate(loss.lazy())[0]
+    reference::evaluate(&loss.lazy())[0]
 }
 
 /// Checks the gradients `backward()` gives every input of `f` against central differences.
@@ -91,7 +91,7 @@ fn gradcheck(name: &str, inputs: &[Vec<f32>], f: impl Fn(&mut Leaves) -> Tensor<
         inputs.len(),
         "{name}: every input becomes a leaf"
     );
-    let want = reference::evaluate(loss.lazy())[0];
+    let want = reference::evaluate(&loss.lazy())[0];
     loss.backward();
     let got = loss.item() as f64;
     assert!(

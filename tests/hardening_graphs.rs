@@ -639,7 +639,7 @@ fn build(case: &Case, data: &[Vec<f32>]) -> Built {
 /// The loss of `case` at `data`, by the f64 reference evaluator (nothing realized).
 fn reference_loss(case: &Case, data: &[Vec<f32>]) -> f64 {
     let built = build(case, data);
-    reference::evaluate(built.loss.lazy())[0]
+    reference::evaluate(&built.loss.lazy())[0]
 }
 
 /// Every test of this file holds this lock, so the wide-graph test's `nodes_alive()` (a count
@@ -710,8 +710,12 @@ fn check_case(case: &Case) -> Result<(), String> {
     let built = build(case, &data);
 
     // 1. References first: a realized node drops its inputs.
-    let exact: Vec<Vec<f64>> = built.pool.iter().map(|t| reference::evaluate(t.lazy())).collect();
-    let exact_loss = reference::evaluate(built.loss.lazy())[0];
+    let exact: Vec<Vec<f64>> = built
+        .pool
+        .iter()
+        .map(|t| reference::evaluate(&t.lazy()))
+        .collect();
+    let exact_loss = reference::evaluate(&built.loss.lazy())[0];
     let g = exact
         .iter()
         .flatten()
@@ -760,9 +764,9 @@ fn check_case(case: &Case) -> Result<(), String> {
                 built.pool[i].lazy().realize();
             }
         } else {
-            let bufs: Vec<&teenygrad::lazy::LazyBuffer> =
+            let bufs: Vec<teenygrad::lazy::LazyBuffer> =
                 chosen.iter().map(|&i| built.pool[i].lazy()).collect();
-            teenygrad::lazy::LazyBuffer::realize_all(&bufs);
+            teenygrad::lazy::LazyBuffer::realize_all(&bufs.iter().collect::<Vec<_>>());
         }
     }
     if mode != 1 {

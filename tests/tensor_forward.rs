@@ -88,7 +88,7 @@ fn close(got: f64, want: f64, tol: f64) -> bool {
 fn check<S: Shape, G: GradMode>(t: &Tensor<S, G>, dims: &[usize], expected: &[f64], tol: f64) {
     assert_eq!(t.dims(), dims, "shape");
     assert_eq!(t.numel(), expected.len(), "element count");
-    let reference = reference::evaluate(t.lazy());
+    let reference = reference::evaluate(&t.lazy());
     let fast = t.to_vec();
     assert_eq!(reference.len(), expected.len());
     assert_eq!(fast.len(), expected.len());

@@ -6,6 +6,7 @@
 
 mod ops;
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use crate::lazy::LazyBuffer;
@@ -54,8 +55,12 @@ pub(crate) struct GradNode {
 }
 
 enum NodeKind {
-    /// A parameter: gradients accumulate here until zeroed.
-    Leaf { grad: Mutex<Option<LazyBuffer>> },
+    /// A parameter: its value, which every clone reads (so all of them see an optimizer's
+    /// step), and its gradient, which accumulates until zeroed.
+    Leaf {
+        value: Mutex<LazyBuffer>,
+        grad: Mutex<Option<LazyBuffer>>,
+    },
     /// An operation: its inputs' records (`None` for untracked inputs) and its backward rule,
     /// taken (and so freed) when backward runs through it.
     Op {
@@ -133,26 +138,64 @@ impl Drop for GradNode {
 /// A lazy value and, if it is tracked, its record. The untyped core of `Tensor`.
 #[derive(Clone, Debug)]
 pub struct Var {
-    pub(crate) buf: LazyBuffer,
+    /// The value, but for a leaf (`None`): a parameter's value lives in its record, shared by
+    /// every clone, so a clone kept across an optimizer step does not feed gradients computed
+    /// from old values into the updated parameter.
+    own: Option<LazyBuffer>,
     pub(crate) node: Option<Arc<GradNode>>,
 }
 
 impl Var {
     pub(crate) fn untracked(buf: LazyBuffer) -> Var {
-        Var { buf, node: None }
+        Var {
+            own: Some(buf),
+            node: None,
+        }
     }
 
     /// A new leaf that accumulates gradients.
     pub(crate) fn leaf(buf: LazyBuffer) -> Var {
         let node = GradNode {
             kind: NodeKind::Leaf {
+                value: Mutex::new(buf),
                 grad: Mutex::new(None),
             },
         };
         Var {
-            buf,
+            own: None,
             node: Some(Arc::new(node)),
         }
+    }
+
+    /// The value: a leaf's current one (a handle to it), anything else's own.
+    pub(crate) fn buf(&self) -> Cow<'_, LazyBuffer> {
+        match &self.own {
+            Some(buf) => Cow::Borrowed(buf),
+            None => Cow::Owned(lock(self.leaf_value().expect("only a leaf has no value of its own")).clone()),
+        }
+    }
+
+    /// A new parameter starting at this leaf's current value (sharing its buffer until either
+    /// is updated), with no gradient; anything else, a clone.
+    pub(crate) fn fresh_leaf(&self) -> Var {
+        match self.leaf_value() {
+            Some(value) => Var::leaf(lock(value).clone()),
+            None => self.clone(),
+        }
+    }
+
+    /// A leaf's value cell.
+    fn leaf_value(&self) -> Option<&Mutex<LazyBuffer>> {
+        match &self.node.as_deref()?.kind {
+            NodeKind::Leaf { value, .. } => Some(value),
+            NodeKind::Op { .. } => None,
+        }
+    }
+
+    /// Identifies a leaf across its clones (`None` for anything else), so a pass over a model's
+    /// parameters can visit a parameter held twice (tied weights) once.
+    pub(crate) fn leaf_id(&self) -> Option<*const GradNode> {
+        self.leaf_value().and(self.node.as_ref().map(Arc::as_ptr))
     }
 
     /// The result `buf` of an operation on `inputs`. The backward rule is only built (and the
@@ -168,20 +211,20 @@ impl Var {
             },
         };
         Var {
-            buf,
+            own: Some(buf),
             node: Some(Arc::new(node)),
         }
     }
 
     /// The same value, untracked.
     pub(crate) fn detach(&self) -> Var {
-        Var::untracked(self.buf.clone())
+        Var::untracked(self.buf().into_owned())
     }
 
     /// The accumulated gradient of a leaf.
     pub(crate) fn grad(&self) -> Option<LazyBuffer> {
         match &self.node.as_ref()?.kind {
-            NodeKind::Leaf { grad } => lock(grad).clone(),
+            NodeKind::Leaf { grad, .. } => lock(grad).clone(),
             NodeKind::Op { .. } => None,
         }
     }
@@ -189,7 +232,7 @@ impl Var {
     /// Clears a leaf's gradient.
     pub(crate) fn zero_grad(&self) {
         if let Some(node) = &self.node
-            && let NodeKind::Leaf { grad } = &node.kind
+            && let NodeKind::Leaf { grad, .. } = &node.kind
         {
             *lock(grad) = None;
         }
@@ -199,23 +242,30 @@ impl Var {
     /// holds the gradient's buffer).
     pub(crate) fn scale_grad(&self, factor: f32) {
         if let Some(node) = &self.node
-            && let NodeKind::Leaf { grad } = &node.kind
+            && let NodeKind::Leaf { grad, .. } = &node.kind
             && let Some(grad) = lock(grad).as_mut()
         {
             grad.update(|values| values.iter_mut().for_each(|v| *v *= factor));
         }
     }
 
-    /// Replaces a leaf's value with `buf`, keeping its identity and gradient.
+    /// Replaces a leaf's value with `buf`, keeping its identity and gradient (every clone sees
+    /// the new value); an untracked value's is replaced in this handle alone.
     pub(crate) fn set_leaf_value(&mut self, buf: LazyBuffer) {
-        debug_assert_eq!(self.buf.shape(), buf.shape());
-        self.buf = buf;
+        debug_assert_eq!(self.buf().shape(), buf.shape());
+        match self.leaf_value() {
+            Some(value) => *lock(value) = buf,
+            None => self.own = Some(buf),
+        }
     }
 
-    /// Rewrites a leaf's values (in place when nothing else sees them), keeping its identity and
-    /// gradient: what optimizers use.
+    /// Rewrites a leaf's values (in place when no pending graph reads them), keeping its
+    /// identity and gradient: what optimizers use.
     pub(crate) fn update_leaf(&mut self, f: impl FnOnce(&mut [f32])) {
-        self.buf.update(f);
+        match self.leaf_value() {
+            Some(value) => lock(value).update(f),
+            None => self.own.as_mut().expect("a value").update(f),
+        }
     }
 
     /// Backpropagates `seed` (the gradient of this value) into every leaf it depends on, then
@@ -235,7 +285,7 @@ impl Var {
                 continue;
             };
             match &node.kind {
-                NodeKind::Leaf { grad: slot } => {
+                NodeKind::Leaf { grad: slot, .. } => {
                     // Stored row-major, so optimizers read it without a gather.
                     let grad = grad.contiguous();
                     let mut slot = lock(slot);
@@ -266,7 +316,7 @@ impl Var {
         let leaf_grads: Vec<LazyBuffer> = touched_leaves
             .iter()
             .filter_map(|n| match &n.kind {
-                NodeKind::Leaf { grad } => lock(grad).clone(),
+                NodeKind::Leaf { grad, .. } => lock(grad).clone(),
                 NodeKind::Op { .. } => None,
             })
             .collect();

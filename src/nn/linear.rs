@@ -20,12 +20,26 @@ use crate::tensor::{GradMode, Join, NoGrad, Tensor, Tracked};
 /// let y = layer.forward(Tensor::from([[1.0, 2.0, 3.0]]));
 /// assert_eq!(y.dims(), vec![1, 2]);
 /// ```
-#[derive(Clone, Debug)]
+///
+/// Cloning a layer gives an independent one: new parameters with the same values (sharing
+/// their buffers until either is updated) and no gradients, so training one does not move the
+/// other. To use one parameter in two places (tied weights), clone the tensor instead:
+/// a tensor's clone is the same parameter.
+#[derive(Debug)]
 pub struct Linear<const I: usize, const O: usize, G: GradMode = Tracked> {
     /// The weight matrix, `[O, I]`.
     pub weight: Tensor<Rank2<O, I>, G>,
     /// The bias, if the layer has one.
     pub bias: Option<Tensor<Rank1<O>, G>>,
+}
+
+impl<const I: usize, const O: usize, G: GradMode> Clone for Linear<I, O, G> {
+    fn clone(&self) -> Self {
+        Linear {
+            weight: self.weight.copy_param(),
+            bias: self.bias.as_ref().map(Tensor::copy_param),
+        }
+    }
 }
 
 impl<const I: usize, const O: usize> Linear<I, O> {
@@ -55,7 +69,7 @@ impl<const I: usize, const O: usize, G: GradMode> Linear<I, O, G> {
     fn apply(&self, x: &Var) -> Var {
         let y = x.matmul(&self.weight.var.permute(&[1, 0]));
         match &self.bias {
-            Some(b) => y.binary(BinaryOp::Add, &b.var.expand(y.buf.shape())),
+            Some(b) => y.binary(BinaryOp::Add, &b.var.expand(y.buf().shape())),
             None => y,
         }
     }

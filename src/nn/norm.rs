@@ -24,7 +24,9 @@ use crate::tensor::{GradMode, Join, NoGrad, Tensor, Tracked};
 ///     assert!((y - w).abs() < 1e-6);
 /// }
 /// ```
-#[derive(Clone, Debug)]
+///
+/// Cloning gives an independent layer, as [`Linear`](super::Linear)'s clone does.
+#[derive(Debug)]
 pub struct LayerNorm<const N: usize, G: GradMode = Tracked> {
     /// The scale, `[N]`.
     pub weight: Tensor<Rank1<N>, G>,
@@ -32,6 +34,16 @@ pub struct LayerNorm<const N: usize, G: GradMode = Tracked> {
     pub bias: Tensor<Rank1<N>, G>,
     /// Added to the variance before its square root.
     pub eps: f32,
+}
+
+impl<const N: usize, G: GradMode> Clone for LayerNorm<N, G> {
+    fn clone(&self) -> Self {
+        LayerNorm {
+            weight: self.weight.copy_param(),
+            bias: self.bias.copy_param(),
+            eps: self.eps,
+        }
+    }
 }
 
 impl<const N: usize> LayerNorm<N> {
@@ -61,7 +73,7 @@ impl<const N: usize> Init for LayerNorm<N> {
 impl<const N: usize, G: GradMode> LayerNorm<N, G> {
     /// The normalization of `x`'s last axis, for any leading shape.
     fn apply(&self, x: &Var) -> Var {
-        let shape = x.buf.shape().to_vec();
+        let shape = x.buf().shape().to_vec();
         let last = shape.len() - 1;
         let mut rows = shape.clone();
         rows[last] = 1;

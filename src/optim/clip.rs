@@ -1,6 +1,7 @@
 //! Gradient clipping by the norm of all gradients together, as PyTorch's
 //! `torch.nn.utils.clip_grad_norm_` does it.
 
+use super::for_each_distinct;
 use crate::nn::Params;
 
 /// Scales every gradient of `model` by `max_norm / (total + 1e-6)` when that is below 1, `total`
@@ -35,8 +36,8 @@ pub fn clip_grad_norm<M: Params + ?Sized>(model: &mut M, max_norm: f32) -> f32 {
         "clip_grad_norm needs a max_norm of at least 0, got {max_norm}"
     );
     let mut squares = 0.0f64;
-    model.visit_mut("", &mut |_, p| {
-        if let Some(grad) = p.as_var_mut().grad() {
+    for_each_distinct(model, |_, _, var| {
+        if let Some(grad) = var.grad() {
             squares += grad.with_values(|g| g.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>());
         }
     });
@@ -44,7 +45,7 @@ pub fn clip_grad_norm<M: Params + ?Sized>(model: &mut M, max_norm: f32) -> f32 {
     let scale = max_norm / (total + 1e-6);
     // A NaN factor is applied too, as PyTorch does.
     if scale < 1.0 || scale.is_nan() {
-        model.visit_mut("", &mut |_, p| p.as_var_mut().scale_grad(scale));
+        for_each_distinct(model, |_, _, var| var.scale_grad(scale));
     }
     total
 }

@@ -1,9 +1,10 @@
 //! Optimizers: [`Sgd`] and [`Adam`] (with `AdamW`'s decoupled weight decay), following PyTorch's
 //! documented update rules, and [`clip_grad_norm`].
 //!
-//! A step is one pass over each parameter's values, written in place when nothing else can see
-//! them (a pending graph that still reads a parameter keeps the old values: the step then writes a
-//! fresh copy). Optimizer state lives in plain `Vec<f32>`s. The updated parameters are realized
+//! A step is one pass over each parameter's values, written in place unless a pending graph
+//! still reads them (that graph keeps the old values: the step then writes a fresh copy). Every
+//! clone of a parameter tensor sees the new values; a parameter held twice (tied weights) is
+//! updated once. Optimizer state lives in plain `Vec<f32>`s. The updated parameters are realized
 //! buffers that hold no graph, so the graph behind a training step is released at each step and
 //! memory does not grow.
 //!
@@ -19,6 +20,8 @@ pub use adam::Adam;
 pub use clip::clip_grad_norm;
 pub use sgd::Sgd;
 
+use crate::autograd::Var;
+use crate::lazy::fast_hash::FastSet;
 use crate::nn::Params;
 
 /// Updates a module's parameters from their accumulated gradients.
@@ -36,19 +39,32 @@ pub trait Optimizer {
     }
 }
 
-/// Calls `update(index, values, grad)` for every parameter that has a gradient, `index` being its
-/// position in visiting order, and `values` its data to rewrite.
+/// Calls `f(index, name, parameter)` for every parameter of `model`, `index` being its position
+/// in visiting order, but once for a parameter held twice (tied weights, a clone in two
+/// layers): that is one parameter, updated and clipped once, as PyTorch's
+/// `parameters()` lists it once.
+pub(crate) fn for_each_distinct<M: Params + ?Sized>(model: &mut M, mut f: impl FnMut(usize, &str, &mut Var)) {
+    let mut seen = FastSet::default();
+    let mut index = 0;
+    model.visit_mut("", &mut |name, p| {
+        let var = p.as_var_mut();
+        if var.leaf_id().is_none_or(|id| seen.insert(id)) {
+            f(index, name, var);
+        }
+        index += 1;
+    });
+}
+
+/// Calls `update(index, values, grad)` for every parameter that has a gradient (see
+/// [`for_each_distinct`]), `values` being its data to rewrite.
 pub(crate) fn apply_updates<M: Params + ?Sized>(
     model: &mut M,
     mut update: impl FnMut(usize, &mut [f32], &[f32]),
 ) {
-    let mut index = 0;
-    model.visit_mut("", &mut |_, p| {
-        let var = p.as_var_mut();
+    for_each_distinct(model, |index, _, var| {
         if let Some(grad) = var.grad() {
             grad.with_values(|g| var.update_leaf(|values| update(index, values, g)));
         }
-        index += 1;
     });
 }
 
@@ -86,15 +102,14 @@ pub(crate) fn check_state_lens<M: Params + ?Sized>(
     model: &mut M,
     state_len: impl Fn(usize) -> Option<usize>,
 ) {
-    let (mut index, mut mismatch) = (0, None);
-    model.visit_mut("", &mut |name, p| {
-        let len = p.as_var_mut().buf.numel();
+    let mut mismatch = None;
+    for_each_distinct(model, |index, name, var| {
+        let len = var.buf().numel();
         if mismatch.is_none()
             && let Some(held) = state_len(index).filter(|&held| held != len)
         {
             mismatch = Some((index, name.to_string(), held, len));
         }
-        index += 1;
     });
     if let Some((index, name, held, len)) = mismatch {
         panic!(

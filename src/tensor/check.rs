@@ -25,7 +25,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     pub fn check_finite(&self) -> Result<()> {
         let first_bad = self
             .var
-            .buf
+            .buf()
             .with_values(|values| values.iter().position(|x| !x.is_finite()).map(|i| (i, values[i])));
         match first_bad {
             None => Ok(()),
@@ -46,7 +46,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// ```
     pub fn is_finite(&self) -> bool {
         self.var
-            .buf
+            .buf()
             .with_values(|values| values.iter().all(|x| x.is_finite()))
     }
 }

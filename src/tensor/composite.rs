@@ -12,15 +12,15 @@ use crate::shape::{Axes, Const, Dim, ReduceShape, Shape};
 
 /// `reduce(x, axes)` kept as size-1 axes and broadcast back to `x`'s shape.
 fn reduce_back(x: &Var, op: ReduceOp, axes: &[usize]) -> Var {
-    x.reduce(op, axes).expand(x.buf.shape())
+    x.reduce(op, axes).expand(x.buf().shape())
 }
 
 /// `log Σ exp(x)` over `axes`, kept as size 1, computed as `m + log Σ exp(x - m)` with `m` the
 /// (detached) maximum, so it is finite for logits of any magnitude. Where the maximum is not
 /// finite (a row of all `-inf`), `m` is taken as 0 so the result is `-inf` rather than NaN.
 fn logsumexp_keep(x: &Var, axes: &[usize]) -> Var {
-    let m = Var::untracked(finite_or_zero(&x.buf.reduce(ReduceOp::Max, axes)));
-    let shifted = x.binary(BinaryOp::Sub, &m.expand(x.buf.shape()));
+    let m = Var::untracked(finite_or_zero(&x.buf().reduce(ReduceOp::Max, axes)));
+    let shifted = x.binary(BinaryOp::Sub, &m.expand(x.buf().shape()));
     let sum = shifted.unary(UnaryOp::Exp).reduce(ReduceOp::Sum, axes);
     sum.unary(UnaryOp::Log).binary(BinaryOp::Add, &m)
 }
@@ -254,7 +254,7 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
         });
     }
     // The forward pass records no rules: the loss has one, below.
-    let x = &logits.var.buf;
+    let x = logits.var.buf().into_owned();
     // Per row, `log Σ exp(x - m) - (x[label] - m)` with `m` the maximum: the shifted logits keep
     // the loss accurate to its own magnitude when the logits are large. The label's logit is
     // picked, one read per row (comparing every logit with the label and summing took 84 of
@@ -268,7 +268,6 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
     let batch_size = LazyBuffer::full(&[], batch as f32);
     let losses = sum_exp.unary(UnaryOp::Log).sub(&picked);
     let mean = losses.sum(&[0]).reshape(&[]).div(&batch_size);
-    let x = x.clone();
     let var = Var::record(mean, &[&logits.var], || {
         // Only the gradient reads the one-hot matrix: built when one is recorded.
         let one_hot = one_hot(&labels.indices, C).expect("a one-hot matrix's values fill its shape");

@@ -51,7 +51,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 
 /// Lifts vectors to matrices and a shared matrix to the batch, multiplies, and shapes the result.
 fn matmul_vars(a: &Var, b: &Var, out: &[usize]) -> Var {
-    let (sa, sb) = (a.buf.shape().to_vec(), b.buf.shape().to_vec());
+    let (sa, sb) = (a.buf().shape().to_vec(), b.buf().shape().to_vec());
     let a = if sa.len() == 1 {
         a.reshape(&[1, sa[0]])
     } else {
@@ -62,10 +62,10 @@ fn matmul_vars(a: &Var, b: &Var, out: &[usize]) -> Var {
     } else {
         b.clone()
     };
-    let rank = a.buf.shape().len();
-    let b = if b.buf.shape().len() < rank {
-        let mut batched = a.buf.shape()[..rank - 2].to_vec();
-        batched.extend_from_slice(b.buf.shape());
+    let rank = a.buf().shape().len();
+    let b = if b.buf().shape().len() < rank {
+        let mut batched = a.buf().shape()[..rank - 2].to_vec();
+        batched.extend_from_slice(b.buf().shape());
         b.expand(&batched)
     } else {
         b

@@ -78,7 +78,10 @@ impl Join<Tracked> for Tracked {
 ///
 /// Operations are lazy: they record and return at once; values are computed when read
 /// (`to_vec`, `to_array`, `item`, `Display`), on `realize()`, by `backward()` and by an optimizer
-/// step. Cloning is cheap and shares the value (and, if tracked, the record).
+/// step. Cloning is cheap and shares the value (and, if tracked, the record): a clone of a
+/// parameter is the same parameter, which sees every optimizer step and load and passes its
+/// gradients on. A module's clone is a new module instead (see [`Linear`](crate::nn::Linear));
+/// [`detach`](Tensor::detach) takes a snapshot of the values.
 pub struct Tensor<S: Shape, G: GradMode = NoGrad> {
     pub(crate) shape: S,
     pub(crate) var: Var,
@@ -97,7 +100,7 @@ impl<S: Shape, G: GradMode> Clone for Tensor<S, G> {
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {
     pub(crate) fn from_var(shape: S, var: Var) -> Self {
-        debug_assert_eq!(shape.dims(), var.buf.shape(), "typed and lazy shapes agree");
+        debug_assert_eq!(shape.dims(), var.buf().shape(), "typed and lazy shapes agree");
         debug_assert!(
             G::TRACKED || var.node.is_none(),
             "an untracked tensor has no record"
@@ -121,18 +124,26 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 
     /// The number of elements.
     pub fn numel(&self) -> usize {
-        self.var.buf.numel()
+        self.var.buf().numel()
     }
 
-    /// The lazy value underneath (for inspection and the engine's own tests).
-    pub fn lazy(&self) -> &LazyBuffer {
-        &self.var.buf
+    /// The lazy value underneath (for inspection and the engine's own tests): a handle to it,
+    /// so a parameter's is its value now, not after a later optimizer step.
+    pub fn lazy(&self) -> LazyBuffer {
+        self.var.buf().into_owned()
     }
 
     /// Computes the value now (it is cached), and returns `self`.
     pub fn realize(self) -> Self {
-        self.var.buf.realize();
+        self.var.buf().realize();
         self
+    }
+
+    /// For a parameter (a leaf made by `requires_grad`), a new parameter with the same values
+    /// (no copy until either is updated) and no gradient; for anything else, a clone. What a
+    /// module's `clone` does to its parameters.
+    pub(crate) fn copy_param(&self) -> Self {
+        Tensor::from_var(self.shape, self.var.fresh_leaf())
     }
 
     /// The same values, untracked: no gradient flows back through the result.
@@ -144,7 +155,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 impl<S: Shape> Tensor<S, NoGrad> {
     /// A leaf that records operations and accumulates gradients (a parameter).
     pub fn requires_grad(self) -> Tensor<S, Tracked> {
-        Tensor::from_var(self.shape, Var::leaf(self.var.buf))
+        Tensor::from_var(self.shape, Var::leaf(self.var.buf().into_owned()))
     }
 }
 

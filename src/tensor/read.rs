@@ -11,7 +11,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert_eq!(Tensor::from([[1.0, 2.0], [3.0, 4.0]]).t().to_vec(), vec![1.0, 3.0, 2.0, 4.0]);
     /// ```
     pub fn to_vec(&self) -> Vec<f32> {
-        self.var.buf.to_vec()
+        self.var.buf().to_vec()
     }
 }
 
