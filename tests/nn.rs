@@ -400,3 +400,47 @@ fn layer_norm_of_one_feature_is_the_bias_and_its_parameters_are_named_as_pytorch
     let untracked: Tensor<Rank2<3, 5>, NoGrad> = model.detached().forward(x);
     assert_eq!(bits(&tracked.to_vec()), bits(&untracked.to_vec()));
 }
+
+#[test]
+fn a_tuple_of_twelve_modules_runs_them_in_order_with_flat_names() {
+    type Deep = (
+        Linear<2, 3>,
+        Relu,
+        Linear<3, 3>,
+        Tanh,
+        Linear<3, 3>,
+        Relu,
+        Linear<3, 3>,
+        Sigmoid,
+        Linear<3, 3>,
+        Relu,
+        Linear<3, 3>,
+        Linear<3, 1>,
+    );
+    let mut rng = StdRng::seed_from_u64(5);
+    let model = Deep::init(&mut rng);
+    let x = Tensor::<Rank2<4, 2>>::randn(&mut rng);
+    let by_hand =
+        model.11.forward(model.10.forward(
+            model.9.forward(
+                model.8.forward(
+                    model.7.forward(
+                        model.6.forward(
+                            model.5.forward(
+                                model.4.forward(
+                                    model.3.forward(
+                                        model.2.forward(model.1.forward(model.0.forward(x.clone()))),
+                                    ),
+                                ),
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+        ));
+    assert_eq!(model.forward(x).to_vec(), by_hand.to_vec());
+    let names: Vec<String> = model.named_dims().into_iter().map(|(name, _)| name).collect();
+    assert_eq!(names.first().map(String::as_str), Some("0.weight"));
+    assert_eq!(names.last().map(String::as_str), Some("11.bias"));
+    assert_eq!(names.len(), 14);
+}

@@ -15,6 +15,57 @@
 //! let logits: Tensor<Rank2<2, 3>, Tracked> = model.forward(x);
 //! assert_eq!(logits.dims(), vec![2, 3]);
 //! ```
+//!
+//! A tuple of up to 12 modules chains them. A model that is not a chain (a residual block, two
+//! branches) is a struct of modules with its own [`Module`] and [`Params`]. The input is a
+//! tensor by value, of either grad mode `G` (the data, or the tracked output of a layer before):
+//! `G: Join<Tracked, Out = Tracked>` says that either gives a tracked result beside a parameter,
+//! and `B: BroadcastDim<B, Output = B>` that a batch dim of any kind adds to itself.
+//!
+//! ```
+//! use teenygrad::prelude::*;
+//! use teenygrad::nn::{Init, Linear, Module, Param, Params, Relu, join};
+//! use teenygrad::shape::BroadcastDim;
+//! use teenygrad::tensor::Join;
+//! use rand::SeedableRng;
+//!
+//! /// `x + f(x)`, `f` two layers of `N` features with a relu between.
+//! struct Residual<const N: usize> {
+//!     f: (Linear<N, N>, Relu, Linear<N, N>),
+//! }
+//!
+//! impl<B, const N: usize, G> Module<Tensor<(B, Const<N>), G>> for Residual<N>
+//! where
+//!     B: BroadcastDim<B, Output = B>,
+//!     G: Join<Tracked, Out = Tracked>,
+//! {
+//!     type Output = Tensor<(B, Const<N>), Tracked>;
+//!     fn forward(&self, x: Tensor<(B, Const<N>), G>) -> Self::Output {
+//!         let fx = self.f.forward(x.clone());
+//!         x + fx
+//!     }
+//! }
+//!
+//! impl<const N: usize> Params for Residual<N> {
+//!     fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+//!         self.f.visit(&join(prefix, "f"), f);
+//!     }
+//!     fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+//!         self.f.visit_mut(&join(prefix, "f"), f);
+//!     }
+//! }
+//!
+//! let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+//! let block = Residual::<4> { f: Init::init(&mut rng) };
+//! // Inside a chain, after a layer whose output is tracked.
+//! let model = (Linear::<2, 4>::init(&mut rng), block, Linear::<4, 1>::init(&mut rng));
+//! let y = model.forward(Tensor::<Rank2<3, 2>>::randn(&mut rng));
+//! assert_eq!(y.dims(), vec![3, 1]);
+//! assert_eq!(model.named_dims()[2].0, "1.f.0.weight");
+//! // On its own, over a batch whose size is known at run time.
+//! let x = Tensor::<Rank2<5, 4>>::randn(&mut rng).reshape_to((5usize, Const::<4>));
+//! assert_eq!(model.1.forward(x).dims(), vec![5, 4]);
+//! ```
 
 mod activation;
 mod linear;
@@ -34,7 +85,8 @@ pub use params::{Name, Param, Params, join};
     message = "`{Self}` cannot take `{X}` as its input",
     label = "the input's shape does not fit this module",
     note = "a `Linear<I, O>` takes a tensor of rank 1 to 3 whose last dim is `Const<I>` and gives one whose last dim is `Const<O>`; a `LayerNorm<N>` takes and gives one whose last dim is `Const<N>`",
-    note = "in a tuple of modules, each module's output is the next one's input"
+    note = "in a tuple of modules, each module's output is the next one's input",
+    note = "a module takes its input by value (a `Tensor`, not `&Tensor`); in code generic over a grad mode `G`, bound it as the `nn` docs' residual block does (`G: Join<Tracked, Out = Tracked>`)"
 )]
 pub trait Module<X> {
     /// The output type (its shape follows from the input's; it is tracked if the input or the

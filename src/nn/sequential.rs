@@ -1,5 +1,7 @@
-//! Sequential composition: a tuple of modules runs them in order. Parameters are named by
-//! position (`"0.weight"`, `"2.bias"`), as PyTorch's `nn.Sequential` names them.
+//! Sequential composition: a tuple of up to 12 modules (as far as the standard library's traits
+//! for tuples go) runs them in order. Parameters are named by position (`"0.weight"`,
+//! `"2.bias"`), as PyTorch's `nn.Sequential` names them; a longer model nests tuples, whose
+//! names then nest too (`"1.0.weight"`).
 
 use super::params::{Param, Params, join};
 use super::{Detach, Init, Module};
@@ -28,6 +30,12 @@ chain!(A 0, A => B 1, B => C 2; C);
 chain!(A 0, A => B 1, B => C 2, C => D 3; D);
 chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4; E);
 chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4, E => F 5; F);
+chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4, E => F 5, F => G 6; G);
+chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4, E => F 5, F => G 6, G => H 7; H);
+chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4, E => F 5, F => G 6, G => H 7, H => I 8; I);
+chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4, E => F 5, F => G 6, G => H 7, H => I 8, I => J 9; J);
+chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4, E => F 5, F => G 6, G => H 7, H => I 8, I => J 9, J => K 10; K);
+chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4, E => F 5, F => G 6, G => H 7, H => I 8, I => J 9, J => K 10, K => L 11; L);
 
 /// `Init`, `Params` and `Detach` for a tuple, element by element.
 macro_rules! elementwise_traits {
@@ -62,3 +70,9 @@ elementwise_traits!(A 0, B 1, C 2);
 elementwise_traits!(A 0, B 1, C 2, D 3);
 elementwise_traits!(A 0, B 1, C 2, D 3, E 4);
 elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5);
+elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
