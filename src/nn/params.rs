@@ -150,6 +150,46 @@ pub trait Params {
     }
 }
 
+/// A tensor on its own is one parameter, named by its prefix: an optimizer steps a bare
+/// tensor, and a tuple of tensors names them `"0"`, `"1"`, …
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::nn::Params;
+/// let mut w = Tensor::from([1.0, 2.0]).requires_grad();
+/// let mut b = Tensor::from(0.5).requires_grad();
+/// (w.sum_all() * 2.0 + b.clone()).backward();
+/// let mut both = (w.clone(), b.clone());
+/// assert_eq!(both.named_dims(), vec![("0".to_string(), vec![2]), ("1".to_string(), vec![])]);
+/// Sgd::new(0.25).step(&mut both);
+/// assert_eq!(w.to_vec(), [0.5, 1.5]);
+/// assert_eq!(b.item(), 0.25);
+/// Sgd::new(1.0).step(&mut w); // its gradient is still there: [2, 2]
+/// assert_eq!(w.to_vec(), [-1.5, -0.5]);
+/// ```
+impl<S: Shape, G: GradMode> Params for Tensor<S, G> {
+    fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+        f(prefix, self);
+    }
+    fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+        f(prefix, self);
+    }
+}
+
+/// A list of modules (PyTorch's `nn.ModuleList`): each under its position, `"0.weight"`, …
+impl<M: Params> Params for Vec<M> {
+    fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+        for (i, m) in self.iter().enumerate() {
+            m.visit(&join(prefix, &i.to_string()), f);
+        }
+    }
+    fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+        for (i, m) in self.iter_mut().enumerate() {
+            m.visit_mut(&join(prefix, &i.to_string()), f);
+        }
+    }
+}
+
 /// The first of `items` whose key equals an earlier one's, with its position: a name given twice
 /// in a state, or a field twice in a file's header. In one pass over a set of the keys seen, so a
 /// hostile header of millions of keys costs linear time, not quadratic.
