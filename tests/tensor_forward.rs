@@ -1178,3 +1178,23 @@ fn display_elides_large_tensors() {
     );
     assert!(big.len() < 600, "elided output stays short: {} chars", big.len());
 }
+
+/// Sums of finite values whose partial sums, taken in lanes, overflow with opposite signs: a
+/// review found NaN for a sum of 0 on rows, and NaN for `inf` plus finite values.
+#[test]
+fn sums_of_huge_values_do_not_make_nan_from_finite_ones() {
+    let (max, inf) = (f32::MAX, f32::INFINITY);
+    let mut row = [0.0f32; 16];
+    (row[0], row[1], row[8], row[9]) = (max, -max, max, -max);
+    let x = Tensor::from([row]);
+    assert_eq!(x.sum::<Axis<1>>().to_vec(), [0.0]);
+    assert_eq!(x.sum_all().item(), 0.0);
+    assert_eq!(x.mean_all().item(), 0.0);
+    assert_eq!(x.t().sum::<Axis<0>>().to_vec(), [0.0], "the column path");
+    row[0] = inf;
+    let y = Tensor::from([row]);
+    assert_eq!(y.sum::<Axis<1>>().to_vec(), [inf]);
+    assert_eq!(y.t().sum::<Axis<0>>().to_vec(), [inf]);
+    // Fused into the kernel that computes them, too.
+    assert_eq!((&x * 1.0).sum::<Axis<1>>().to_vec(), [0.0]);
+}

@@ -1662,11 +1662,22 @@ const MIN_LANES_FOLD: usize = 16;
 /// the lanes are then added in halves. The error grows with the block length, not the tensor's.
 #[inline(always)]
 fn sum_f32(values: &[f32]) -> f32 {
-    if values.len() < 64 {
+    let sum = if values.len() < 64 {
         sum_short(values)
     } else {
         sum_lanes(values)
-    }
+    };
+    if sum.is_finite() { sum } else { sum_in_f64(values) }
+}
+
+/// Lanes can overflow where the whole sum does not: `[MAX, -MAX]` twice, in lanes that pair
+/// `MAX` with `MAX` and `-MAX` with `-MAX`, gave `inf - inf = NaN` for a sum of 0. So a lane sum
+/// that is not finite is redone in f64, where no sum of f32 values overflows; with an infinite or
+/// NaN value among them, that gives IEEE's answer for the whole, as lanes did.
+#[cold]
+#[inline(never)]
+fn sum_in_f64(values: &[f32]) -> f32 {
+    values.iter().map(|&x| f64::from(x)).sum::<f64>() as f32
 }
 
 /// [`sum_lanes`] of fewer than 64 values, bit for bit, without its 64 lanes: only the first 8
@@ -1931,6 +1942,27 @@ mod tests {
             let integers: Vec<f32> = (0..len).map(|i| (i % 7) as f32 - 3.0).collect();
             let want: f32 = integers.iter().sum();
             assert_eq!(sum_f32(&integers), want, "length {len}");
+        }
+    }
+
+    #[test]
+    fn lane_sums_that_overflow_are_redone_in_f64() {
+        let (max, inf) = (f32::MAX, f32::INFINITY);
+        for len in [16, 64, 130, 1024] {
+            // `±MAX` pairs a lane width apart: each lane alone overflows, the whole is 0.
+            let mut values = vec![0.0; len];
+            for (i, x) in [max, -max, max, -max].into_iter().enumerate() {
+                values[(i % 2) + (i / 2) * 8] = x;
+            }
+            assert_eq!(sum_f32(&values), 0.0, "length {len}");
+            // One infinity among them: the whole is that infinity (lanes gave NaN).
+            values[0] = inf;
+            assert_eq!(sum_f32(&values), inf, "length {len}");
+            values[1] = -inf;
+            assert!(sum_f32(&values).is_nan(), "length {len}");
+            // A whole that does overflow still does.
+            let big = vec![max; len];
+            assert_eq!(sum_f32(&big), inf, "length {len}");
         }
     }
 
