@@ -898,3 +898,21 @@ fn backward_through_a_shared_consumed_subgraph_panics() {
     h.sum_all().backward();
     (&h * 2.0).sum_all().backward();
 }
+
+/// The panic comes before any gradient changes: found midway, the leaves reached first kept
+/// their share, and the recomputed backward the message asks for then added it twice.
+#[test]
+fn a_backward_that_panics_changes_no_gradient() {
+    let w = Tensor::from([1.0, 2.0]).requires_grad();
+    let v = Tensor::from([3.0, 4.0]).requires_grad();
+    let h = w.exp();
+    h.sum_all().backward();
+    let w_grad = w.grad_values();
+    let loss = (&h + &v).sum_all();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loss.backward())).is_err();
+    assert!(panicked);
+    assert_eq!(w.grad_values(), w_grad);
+    assert_eq!(v.grad_values(), None);
+    (&w.exp() + &v).sum_all().backward();
+    assert_eq!(v.grad_values(), Some(vec![1.0, 1.0]));
+}

@@ -271,12 +271,20 @@ impl Var {
     /// Backpropagates `seed` (the gradient of this value) into every leaf it depends on, then
     /// realizes the leaves' gradients together.
     ///
-    /// Panics if the graph was already consumed by an earlier `backward` (its rules are freed as
-    /// they run) — build the forward pass again instead.
+    /// Panics, before any gradient changes, if part of the graph was already consumed by an
+    /// earlier `backward` (its rules are freed as they run) — build the forward pass again
+    /// instead.
     #[track_caller]
     pub(crate) fn backward_with(&self, seed: LazyBuffer) {
+        const CONSUMED: &str =
+            "backward through a graph whose backward already ran; recompute the forward pass";
         let Some(root) = &self.node else { return };
         let order = topological_order(root);
+        // Checked up front: found midway, the leaves reached before would keep their gradients,
+        // and running backward again on a recomputed forward pass would add them twice.
+        let consumed = (order.iter())
+            .any(|node| matches!(&node.kind, NodeKind::Op { backward, .. } if lock(backward).is_none()));
+        assert!(!consumed, "{CONSUMED}");
         let mut grads: FastMap<*const GradNode, LazyBuffer> = FastMap::default();
         grads.insert(Arc::as_ptr(root), seed);
         let mut touched_leaves = Vec::new();
@@ -296,9 +304,8 @@ impl Var {
                     touched_leaves.push(node);
                 }
                 NodeKind::Op { inputs, backward } => {
-                    let rule = lock(backward).take().expect(
-                        "backward through a graph whose backward already ran; recompute the forward pass",
-                    );
+                    // Another thread's backward through a shared part can still take it first.
+                    let rule = lock(backward).take().expect(CONSUMED);
                     let input_grads = rule(&grad);
                     debug_assert_eq!(input_grads.len(), inputs.len());
                     for (input, g) in inputs.iter().zip(input_grads) {

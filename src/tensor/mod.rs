@@ -204,7 +204,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// compile error that says what is missing). Runs in reverse topological order without
     /// recursion and realizes the leaves' gradients. Each operation's backward rule is freed as it
     /// runs, so a graph is backpropagated once: a second `backward()` through the same operations
-    /// panics (reported at the line that called `backward`); build the forward pass again instead.
+    /// panics (reported at the line that called `backward`), before any gradient changes; build
+    /// the forward pass again instead.
     #[track_caller]
     pub fn backward(&self)
     where
