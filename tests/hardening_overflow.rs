@@ -261,3 +261,19 @@ fn an_allocation_that_cannot_succeed_is_a_panic_not_an_abort() {
 fn a_lazy_matmul_whose_result_overflows_is_a_panic() {
     assert_clean_panic("lazy-matmul-overflow", "overflow");
 }
+
+/// `LazyBuffer::pad` by sizes that wrap: it shrank the view instead (a review found `[3]`
+/// padded by `(usize::MAX, 2)` read as four zeros).
+#[test]
+fn lazy_pads_that_overflow_panic_naming_the_shape() {
+    let x = LazyBuffer::from_vec(vec![1.0, 2.0, 3.0], &[3]).unwrap();
+    for pads in [(usize::MAX, 2), (0, usize::MAX), (usize::MAX / 2, usize::MAX / 2)] {
+        panics_with(|| x.pad(&[pads]), "around shape [3] overflows usize");
+    }
+    let m = LazyBuffer::from_vec(vec![0.0; 4], &[2, 2]).unwrap();
+    panics_with(
+        || m.pad(&[(HUGE, 0), (HUGE, 0)]),
+        "around shape [2, 2] overflows usize",
+    );
+    assert_eq!(x.pad(&[(1, 2)]).to_vec(), [0.0, 1.0, 2.0, 3.0, 0.0, 0.0]);
+}

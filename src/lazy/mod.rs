@@ -356,11 +356,22 @@ impl LazyBuffer {
     }
 
     /// Pads axis `d` with `pads[d].0` zeros before and `pads[d].1` after.
+    ///
+    /// Panics, naming the shape and the pads, if a padded size or the element count overflows
+    /// `usize` (`Tensor::pad_to` checks the same and returns an error).
     pub fn pad(&self, pads: &[(usize, usize)]) -> Self {
         assert_eq!(
             pads.len(),
             self.shape().len(),
             "pad: one (before, after) per axis"
+        );
+        let padded: Option<AxisVec<usize>> = (self.shape().iter().zip(pads))
+            .map(|(&d, &(before, after))| d.checked_add(before)?.checked_add(after))
+            .collect();
+        assert!(
+            padded.is_some_and(|p| checked_numel(&p).is_ok_and(|n| n <= isize::MAX as usize)),
+            "pad: {pads:?} around shape {:?} overflows usize",
+            self.shape()
         );
         self.with_view(self.view.pad(pads))
     }
