@@ -7,7 +7,8 @@
 //! `FusedKernel::run`).
 //!
 //! `TEENYGRAD_THREADS` sets the thread count, caller included (default: the machine's available
-//! parallelism; `1` runs everything on the caller's thread). Only one split job runs at a time:
+//! parallelism; `1` runs everything on the caller's thread), read once; a value that cannot be
+//! used is reported on stderr. Only one split job runs at a time:
 //! a job started while another runs (from another thread, or nested) runs on its caller alone.
 
 use std::any::Any;
@@ -18,16 +19,47 @@ use std::time::{Duration, Instant};
 
 use super::stats;
 
+/// The most threads a split uses.
+const MAX_THREADS: usize = 64;
+
 /// The number of threads splits use, the caller's included.
 pub(crate) fn threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| {
-        std::env::var("TEENYGRAD_THREADS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |p| p.get()))
-            .clamp(1, 64)
+        let available = std::thread::available_parallelism().map_or(1, |p| p.get());
+        let setting = std::env::var("TEENYGRAD_THREADS").ok();
+        let (threads, warning) = thread_count(setting.as_deref(), available);
+        if let Some(warning) = warning {
+            // Read once, on the first kernel: a typo would otherwise go unnoticed.
+            eprintln!("teenygrad: {warning}");
+        }
+        threads
     })
+}
+
+/// The thread count `TEENYGRAD_THREADS=setting` asks for (surrounding spaces allowed), and what
+/// to tell the user when it cannot be used as given: anything but a whole number from 1 to
+/// [`MAX_THREADS`] falls back to the available parallelism, or to the most there can be.
+fn thread_count(setting: Option<&str>, available: usize) -> (usize, Option<String>) {
+    let default = available.clamp(1, MAX_THREADS);
+    let Some(setting) = setting else {
+        return (default, None);
+    };
+    match setting.trim().parse::<usize>() {
+        Ok(n @ 1..=MAX_THREADS) => (n, None),
+        Ok(n) if n > MAX_THREADS => (
+            MAX_THREADS,
+            Some(format!(
+                "TEENYGRAD_THREADS={n} is more than {MAX_THREADS}; using {MAX_THREADS}"
+            )),
+        ),
+        _ => (
+            default,
+            Some(format!(
+                "TEENYGRAD_THREADS={setting:?} is not a thread count from 1 to {MAX_THREADS}; using {default}"
+            )),
+        ),
+    }
 }
 
 /// Runs `task(i)` for every `i` in `0..tasks`, on the pool's threads and the caller's, and returns
@@ -246,6 +278,23 @@ fn work(pool: &'static Pool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_settings_outside_one_to_the_most_are_reported() {
+        assert_eq!(thread_count(None, 2), (2, None));
+        assert_eq!(thread_count(None, 500), (MAX_THREADS, None));
+        assert_eq!(thread_count(Some("1"), 2), (1, None));
+        assert_eq!(thread_count(Some(" 3 "), 2), (3, None));
+        for bad in ["0", "abc", "", "-1", "2.5"] {
+            let (n, warning) = thread_count(Some(bad), 2);
+            assert_eq!(n, 2, "{bad:?}");
+            let warning = warning.expect("a warning");
+            assert!(warning.contains(&format!("{bad:?}")), "{warning}");
+        }
+        let (n, warning) = thread_count(Some("65"), 2);
+        assert_eq!(n, MAX_THREADS);
+        assert!(warning.expect("a warning").contains("more than 64"));
+    }
 
     #[test]
     fn every_task_runs_once() {
