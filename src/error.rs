@@ -6,7 +6,10 @@ use std::fmt;
 ///
 /// Programmer errors the type system cannot catch (for example two runtime-sized batch axes of
 /// different lengths meeting in an operator) panic instead, with a message naming both shapes;
-/// every such panic has a `try_` twin returning this error.
+/// an operation that panics on its run-time shapes has a `try_` twin returning this error. Misuse
+/// that no data can cause (an optimizer stepping another model than its first, a second
+/// `backward` through one graph, a negative `clip_grad_norm` bound) panics with no twin, before
+/// anything changes.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
@@ -46,6 +49,17 @@ pub enum Error {
         /// What was wrong.
         reason: &'static str,
     },
+    /// A block that does not lie inside the tensor it is taken from (or has another rank).
+    OutOfBounds {
+        /// The operation, e.g. `"slice"`.
+        op: &'static str,
+        /// The source's shape.
+        shape: Vec<usize>,
+        /// Where the block starts, one index per axis.
+        starts: Vec<usize>,
+        /// The block's dims.
+        dims: Vec<usize>,
+    },
     /// A shape whose element count does not fit in `usize`.
     ShapeOverflow {
         /// The offending shape.
@@ -83,6 +97,15 @@ impl fmt::Display for Error {
             Error::InvalidAxes { axes, rank, reason } => {
                 write!(f, "axes {axes:?} are invalid for rank {rank}: {reason}")
             }
+            Error::OutOfBounds {
+                op,
+                shape,
+                starts,
+                dims,
+            } => write!(
+                f,
+                "{op}: a block of dims {dims:?} starting at {starts:?} does not lie inside shape {shape:?}"
+            ),
             Error::ShapeOverflow { shape } => {
                 write!(f, "shape {shape:?} has more elements than fit in usize")
             }

@@ -119,14 +119,17 @@ pub trait Params {
                     location: name.clone(),
                     message: "missing from the state".into(),
                 })?;
-            if &found.1 != dims || found.2.len() != dims.iter().product::<usize>() {
+            let count: usize = dims.iter().product();
+            if &found.1 != dims {
                 return Err(Error::Data {
                     location: name.clone(),
-                    message: format!(
-                        "shape {:?} (with {} values) does not match the parameter's {dims:?}",
-                        found.1,
-                        found.2.len()
-                    ),
+                    message: format!("shape {:?} does not match the parameter's {dims:?}", found.1),
+                });
+            }
+            if found.2.len() != count {
+                return Err(Error::Data {
+                    location: name.clone(),
+                    message: format!("{} values for shape {dims:?}, which holds {count}", found.2.len()),
                 });
             }
         }

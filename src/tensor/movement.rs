@@ -176,17 +176,11 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
             && out.len() == src.len()
             && (0..src.len()).all(|d| starts[d].checked_add(out[d]).is_some_and(|end| end <= src[d]));
         if !fits {
-            // The block's far corner, which is what lies outside (or has the wrong rank).
-            let end = starts
-                .iter()
-                .zip(&out)
-                .map(|(&s, &n)| s.saturating_add(n))
-                .collect();
-            return Err(Error::ShapeMismatch {
+            return Err(Error::OutOfBounds {
                 op: "slice",
-                lhs: src,
-                rhs: end,
-                rule: "the block's end, one start per axis plus the target dims, must lie inside the source",
+                shape: src,
+                starts: starts.to_vec(),
+                dims: out,
             });
         }
         let ranges: Vec<(usize, usize)> = starts.iter().zip(&out).map(|(&s, &n)| (s, s + n)).collect();
