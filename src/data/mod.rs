@@ -1,4 +1,6 @@
-//! Data for training and evaluation, independent of tensors.
+//! Data for the example and for 8×8 digit datasets, independent of tensors: [`Dataset`] holds
+//! 64-pixel images with labels 0–9, and the CSV functions read and write exactly that layout
+//! (other data needs its own reader; [`Batcher`] serves any dataset by index).
 //!
 //! - [`toy_digits`] and [`toy_digits_split`]: a seeded toy dataset of 8×8 grayscale digit images
 //!   in 10 classes, with train and test drawn independently and no image shared between them.
