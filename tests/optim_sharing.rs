@@ -125,6 +125,20 @@ fn a_parameter_held_twice_is_stepped_once() {
 }
 
 #[test]
+fn a_parameter_held_twice_is_counted_once() {
+    let w = Tensor::from([0.5, -1.0, 2.0]).requires_grad();
+    let tied = Tied(w.clone(), w);
+    assert_eq!(tied.parameter_count(), 3);
+    assert_eq!(
+        tied.named_dims().len(),
+        2,
+        "both names stay, as in PyTorch's state_dict"
+    );
+    let apart = Tied(tied.0.detach().requires_grad(), tied.1.detach().requires_grad());
+    assert_eq!(apart.parameter_count(), 6);
+}
+
+#[test]
 fn clipping_counts_a_parameter_held_twice_once() {
     let w = Tensor::from([0.5, -1.0, 2.0]).requires_grad();
     let mut tied = Tied(w.clone(), w);

@@ -6,6 +6,7 @@ use std::hash::Hash;
 use crate::autograd::Var;
 use crate::error::{Error, Result};
 use crate::lazy::LazyBuffer;
+use crate::lazy::fast_hash::FastSet;
 use crate::shape::Shape;
 use crate::tensor::{GradMode, Tensor};
 
@@ -27,11 +28,16 @@ pub(crate) mod internal {
     /// Engine access to a parameter; not nameable outside the crate.
     pub trait AsVar {
         #[doc(hidden)]
+        fn as_var(&self) -> &crate::autograd::Var;
+        #[doc(hidden)]
         fn as_var_mut(&mut self) -> &mut crate::autograd::Var;
     }
 }
 
 impl<S: Shape, G: GradMode> internal::AsVar for Tensor<S, G> {
+    fn as_var(&self) -> &Var {
+        &self.var
+    }
     fn as_var_mut(&mut self) -> &mut Var {
         &mut self.var
     }
@@ -79,12 +85,16 @@ pub trait Params {
         out
     }
 
-    /// The number of scalar parameters.
+    /// The number of scalar parameters, a parameter held twice (tied weights) counted once, as
+    /// PyTorch's `sum(p.numel() for p in model.parameters())` counts it.
     fn parameter_count(&self) -> usize {
-        self.named_dims()
-            .iter()
-            .map(|(_, d)| d.iter().product::<usize>())
-            .sum()
+        let (mut seen, mut count) = (FastSet::default(), 0);
+        self.visit("", &mut |_, p| {
+            if p.as_var().leaf_id().is_none_or(|id| seen.insert(id)) {
+                count += p.dims().iter().product::<usize>();
+            }
+        });
+        count
     }
 
     /// Clears every parameter's gradient.
