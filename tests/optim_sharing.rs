@@ -3,7 +3,7 @@
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use teenygrad::nn::{Init, Linear, Param, Params};
+use teenygrad::nn::{Init, Linear, Params};
 use teenygrad::optim::{Adam, Optimizer, Sgd, clip_grad_norm};
 use teenygrad::prelude::*;
 
@@ -63,30 +63,6 @@ fn loading_values_reaches_every_clone() {
     assert_eq!(w.to_vec(), [1.0, 2.0, 3.0]);
 }
 
-/// One parameter, held once or twice.
-struct Single(Tensor<Rank1<3>, Tracked>);
-struct Tied(Tensor<Rank1<3>, Tracked>, Tensor<Rank1<3>, Tracked>);
-
-impl Params for Single {
-    fn visit(&self, _: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
-        f("w", &self.0);
-    }
-    fn visit_mut(&mut self, _: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
-        f("w", &mut self.0);
-    }
-}
-
-impl Params for Tied {
-    fn visit(&self, _: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
-        f("a", &self.0);
-        f("b", &self.1);
-    }
-    fn visit_mut(&mut self, _: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
-        f("a", &mut self.0);
-        f("b", &mut self.1);
-    }
-}
-
 /// A loss that reads the parameter through both handles: its gradient is `x1 + x2 + 2w`.
 fn tied_loss(a: &Tensor<Rank1<3>, Tracked>, b: &Tensor<Rank1<3>, Tracked>) -> Tensor<(), Tracked> {
     let x1 = Tensor::from([1.0, -2.0, 0.5]);
@@ -97,19 +73,20 @@ fn tied_loss(a: &Tensor<Rank1<3>, Tracked>, b: &Tensor<Rank1<3>, Tracked>) -> Te
 /// The parameter after `steps` steps of `make()`'s optimizer, held twice and held once.
 fn tied_run<O: Optimizer>(make: impl Fn() -> O, steps: usize) -> (Vec<f32>, Vec<f32>) {
     let start = Tensor::from([0.5, -1.0, 2.0]).requires_grad();
-    let mut single = Single(start.detach().requires_grad());
-    let mut tied = Tied(start.clone(), start);
+    // A tensor is a model of one parameter; a tuple of two handles to it, of one held twice.
+    let mut single = start.detach().requires_grad();
+    let mut tied = (start.clone(), start);
     let (mut for_tied, mut for_single) = (make(), make());
     for _ in 0..steps {
         tied.zero_grad();
         tied_loss(&tied.0, &tied.1).backward();
         for_tied.step(&mut tied);
         single.zero_grad();
-        tied_loss(&single.0, &single.0).backward();
+        tied_loss(&single, &single).backward();
         for_single.step(&mut single);
     }
     assert_eq!(tied.0.to_vec(), tied.1.to_vec(), "one parameter");
-    (tied.0.to_vec(), single.0.to_vec())
+    (tied.0.to_vec(), single.to_vec())
 }
 
 #[test]
@@ -127,21 +104,21 @@ fn a_parameter_held_twice_is_stepped_once() {
 #[test]
 fn a_parameter_held_twice_is_counted_once() {
     let w = Tensor::from([0.5, -1.0, 2.0]).requires_grad();
-    let tied = Tied(w.clone(), w);
+    let tied = (w.clone(), w);
     assert_eq!(tied.parameter_count(), 3);
     assert_eq!(
         tied.named_dims().len(),
         2,
         "both names stay, as in PyTorch's state_dict"
     );
-    let apart = Tied(tied.0.detach().requires_grad(), tied.1.detach().requires_grad());
+    let apart = (tied.0.detach().requires_grad(), tied.1.detach().requires_grad());
     assert_eq!(apart.parameter_count(), 6);
 }
 
 #[test]
 fn clipping_counts_a_parameter_held_twice_once() {
     let w = Tensor::from([0.5, -1.0, 2.0]).requires_grad();
-    let mut tied = Tied(w.clone(), w);
+    let mut tied = (w.clone(), w);
     tied_loss(&tied.0, &tied.1).backward();
     // |[2.25, 0, 3.5]| = √17.3125
     let norm = clip_grad_norm(&mut tied, 1.0);
