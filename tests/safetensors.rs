@@ -182,6 +182,16 @@ fn f32_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
+/// The file `good` with its header rewritten by `f`, and the header's length updated.
+fn with_header(good: &[u8], f: impl FnOnce(&str) -> String) -> Vec<u8> {
+    let n = u64::from_le_bytes(good[..8].try_into().unwrap()) as usize;
+    let header = f(std::str::from_utf8(&good[8..8 + n]).unwrap());
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend(header.as_bytes());
+    file.extend(&good[8 + n..]);
+    file
+}
+
 /// The entries of a valid file for `Mlp<4, 8, 3>` with the values of `model`.
 fn entries_of(model: &Mlp<4, 8, 3>) -> Vec<(String, &'static str, Vec<usize>, Vec<u8>)> {
     model
@@ -501,11 +511,8 @@ fn corrupt_or_truncated_files_are_rejected() {
             "`__metadata__` appears",
         ),
     ] {
-        let twice = header.replacen(from, to, 1);
-        assert_ne!(twice, header);
-        let mut file = (twice.len() as u64).to_le_bytes().to_vec();
-        file.extend(twice.as_bytes());
-        file.extend(&good[8 + n..]);
+        assert!(header.contains(from));
+        let file = with_header(&good, |header| header.replacen(from, to, 1));
         assert_rejected(&file, "safetensors data", needle);
     }
 }
@@ -516,14 +523,11 @@ fn corrupt_or_truncated_files_are_rejected() {
 fn an_entry_of_many_fields_loads() {
     let model = seeded_mlp(5);
     let good = nn::to_bytes(&model).unwrap();
-    let n = u64::from_le_bytes(good[..8].try_into().unwrap()) as usize;
-    let header = std::str::from_utf8(&good[8..8 + n]).unwrap();
     let extra: String = (0..300_000).map(|k| format!("\"k{k}\":0,")).collect();
-    let many = header.replacen("{\"dtype\"", &format!("{{{extra}\"dtype\""), 1);
-    assert_ne!(many, header);
-    let mut file = (many.len() as u64).to_le_bytes().to_vec();
-    file.extend(many.as_bytes());
-    file.extend(&good[8 + n..]);
+    let file = with_header(&good, |header| {
+        assert!(header.contains("{\"dtype\""));
+        header.replacen("{\"dtype\"", &format!("{{{extra}\"dtype\""), 1)
+    });
     let mut loaded = seeded_mlp(6);
     nn::from_bytes(&mut loaded, &file).unwrap();
     assert_eq!(loaded.state_dict(), model.state_dict());
@@ -648,11 +652,9 @@ fn arbitrary_bytes_never_panic_or_overallocate() {
                     1 => rng.random_range(0..400u32).to_string(),
                     _ => "9".repeat(rng.random_range(1..40)),
                 };
-                let new_header = format!("{}{number}{}", &header[..at], &header[at + 1..]);
-                let mut b = (new_header.len() as u64).to_le_bytes().to_vec();
-                b.extend(new_header.as_bytes());
-                b.extend(&good[8 + n..]);
-                b
+                with_header(&good, |header| {
+                    format!("{}{number}{}", &header[..at], &header[at + 1..])
+                })
             }
             // Truncated, or extended with junk.
             5 => {
@@ -751,12 +753,9 @@ fn the_metadata_key_is_reserved_and_may_be_null() {
 
     let source = seeded_mlp(4);
     let good = nn::to_bytes(&source).unwrap();
-    let n = u64::from_le_bytes(good[..8].try_into().unwrap()) as usize;
-    let header = std::str::from_utf8(&good[8..8 + n]).unwrap().trim_end();
-    let header = format!("{{\"__metadata__\":null,{}", &header[1..]);
-    let mut file = (header.len() as u64).to_le_bytes().to_vec();
-    file.extend(header.as_bytes());
-    file.extend(&good[8 + n..]);
+    let file = with_header(&good, |header| {
+        format!("{{\"__metadata__\":null,{}", &header.trim_end()[1..])
+    });
     let mut model = seeded_mlp(5);
     nn::from_bytes(&mut model, &file).unwrap();
     assert_eq!(model.state_dict(), source.state_dict());
