@@ -46,9 +46,10 @@ fn cmp(op: BinaryOp, a: &LazyBuffer, b: &LazyBuffer) -> LazyBuffer {
 
 impl Var {
     pub(crate) fn unary(&self, op: UnaryOp) -> Var {
-        let y = self.buf().unary(op);
+        let x = self.buf();
+        let y = x.unary(op);
         Var::record(y.clone(), &[self], || {
-            let x = self.buf().into_owned();
+            let x = x.into_owned();
             Box::new(move |g: &LazyBuffer| {
                 let zero = || full_like(&x, 0.0);
                 Grads::from([match op {
@@ -92,8 +93,9 @@ impl Var {
     /// power again by [`power`], and 0 for `e = 0`. Through the formulas' own rules instead, a
     /// zero or infinite `x` met `∞·0` (`powf(-2.0)`'s gradient at 0 was NaN, not -∞).
     pub(crate) fn powf(&self, e: f32) -> Var {
-        Var::record(power(&self.buf(), e), &[self], || {
-            let x = self.buf().into_owned();
+        let x = self.buf();
+        Var::record(power(&x, e), &[self], || {
+            let x = x.into_owned();
             Box::new(move |g: &LazyBuffer| {
                 if e == 0.0 {
                     return [full_like(&x, 0.0)].into();
@@ -104,9 +106,10 @@ impl Var {
     }
 
     pub(crate) fn binary(&self, op: BinaryOp, other: &Var) -> Var {
-        let y = self.buf().binary(op, &other.buf());
+        let (a, b) = (self.buf(), other.buf());
+        let y = a.binary(op, &b);
         Var::record(y.clone(), &[self, other], || {
-            let (a, b) = (self.buf().into_owned(), other.buf().into_owned());
+            let (a, b) = (a.into_owned(), b.into_owned());
             Box::new(move |g: &LazyBuffer| match op {
                 BinaryOp::Add => Grads::from([g.clone(), g.clone()]),
                 BinaryOp::Sub => Grads::from([g.clone(), g.unary(UnaryOp::Neg)]),
@@ -144,9 +147,10 @@ impl Var {
 
     /// `cond != 0 ? a : b`; `cond` gets no gradient.
     pub(crate) fn where_(cond: &Var, a: &Var, b: &Var) -> Var {
-        let y = cond.buf().where_(&a.buf(), &b.buf());
+        let c = cond.buf();
+        let y = c.where_(&a.buf(), &b.buf());
         Var::record(y, &[cond, a, b], || {
-            let c = cond.buf().into_owned();
+            let c = c.into_owned();
             Box::new(move |g: &LazyBuffer| {
                 let zero = full_like(g, 0.0);
                 Grads::from([zero.clone(), c.where_(g, &zero), c.where_(&zero, g)])
@@ -156,9 +160,10 @@ impl Var {
 
     /// Reduces `axes` to size 1 (rank kept).
     pub(crate) fn reduce(&self, op: ReduceOp, axes: &[usize]) -> Var {
-        let y = self.buf().reduce(op, axes);
+        let x = self.buf();
+        let y = x.reduce(op, axes);
         Var::record(y.clone(), &[self], || {
-            let (x, axes) = (self.buf().into_owned(), axes.to_vec());
+            let (x, axes) = (x.into_owned(), axes.to_vec());
             Box::new(move |g: &LazyBuffer| {
                 let shape = x.shape();
                 Grads::from([match op {
@@ -174,8 +179,9 @@ impl Var {
     }
 
     pub(crate) fn reshape(&self, shape: &[usize]) -> Var {
-        Var::record(self.buf().reshape(shape), &[self], || {
-            let original = self.buf().shape().to_vec();
+        let x = self.buf();
+        Var::record(x.reshape(shape), &[self], || {
+            let original = x.shape().to_vec();
             Box::new(move |g: &LazyBuffer| Grads::from([g.reshape(&original)])) as BackwardFn
         })
     }
@@ -189,20 +195,22 @@ impl Var {
 
     /// Broadcasts to `shape` (numpy rule); the backward sums over the expanded axes.
     pub(crate) fn expand(&self, shape: &[usize]) -> Var {
-        if self.buf().shape() == shape {
+        let x = self.buf();
+        if x.shape() == shape {
             return self.clone();
         }
-        Var::record(self.buf().expand(shape), &[self], || {
-            let original = self.buf().shape().to_vec();
+        Var::record(x.expand(shape), &[self], || {
+            let original = x.shape().to_vec();
             Box::new(move |g: &LazyBuffer| Grads::from([sum_to(g, &original)])) as BackwardFn
         })
     }
 
     pub(crate) fn pad(&self, pads: &[(usize, usize)]) -> Var {
-        Var::record(self.buf().pad(pads), &[self], || {
+        let x = self.buf();
+        Var::record(x.pad(pads), &[self], || {
             let ranges: Vec<(usize, usize)> = pads
                 .iter()
-                .zip(self.buf().shape())
+                .zip(x.shape())
                 .map(|(&(before, _), &d)| (before, before + d))
                 .collect();
             Box::new(move |g: &LazyBuffer| Grads::from([g.shrink(&ranges)])) as BackwardFn
@@ -210,10 +218,11 @@ impl Var {
     }
 
     pub(crate) fn shrink(&self, ranges: &[(usize, usize)]) -> Var {
-        Var::record(self.buf().shrink(ranges), &[self], || {
+        let x = self.buf();
+        Var::record(x.shrink(ranges), &[self], || {
             let pads: Vec<(usize, usize)> = ranges
                 .iter()
-                .zip(self.buf().shape())
+                .zip(x.shape())
                 .map(|(&(start, end), &d)| (start, d - end))
                 .collect();
             Box::new(move |g: &LazyBuffer| Grads::from([g.pad(&pads)])) as BackwardFn
@@ -222,8 +231,9 @@ impl Var {
 
     /// `[.., m, k] x [.., k, n]`, equal batch axes.
     pub(crate) fn matmul(&self, other: &Var) -> Var {
-        Var::record(self.buf().matmul(&other.buf()), &[self, other], || {
-            let (a, b) = (self.buf().into_owned(), other.buf().into_owned());
+        let (a, b) = (self.buf(), other.buf());
+        Var::record(a.matmul(&b), &[self, other], || {
+            let (a, b) = (a.into_owned(), b.into_owned());
             Box::new(move |g: &LazyBuffer| {
                 Grads::from([g.matmul(&transpose_last(&b)), transpose_last(&a).matmul(g)])
             }) as BackwardFn

@@ -62,10 +62,11 @@ fn matmul_vars(a: &Var, b: &Var, out: &[usize]) -> Var {
     } else {
         b.clone()
     };
-    let rank = a.buf().shape().len();
-    let b = if b.buf().shape().len() < rank {
-        let mut batched = a.buf().shape()[..rank - 2].to_vec();
-        batched.extend_from_slice(b.buf().shape());
+    let (sa, sb) = (a.buf().shape().to_vec(), b.buf().shape().to_vec());
+    let rank = sa.len();
+    let b = if sb.len() < rank {
+        let mut batched = sa[..rank - 2].to_vec();
+        batched.extend_from_slice(&sb);
         b.expand(&batched)
     } else {
         b
