@@ -65,7 +65,7 @@ use std::sync::Arc;
 use rand::Rng;
 
 use crate::error::{Error, Result};
-use crate::shape::runtime::{check_permutation, checked_numel, numel};
+use crate::shape::runtime::{check_permutation, checked_numel, numel, padded_dims};
 use axes::AxisVec;
 pub use node::nodes_alive;
 use node::{Node, Op, State};
@@ -365,9 +365,7 @@ impl LazyBuffer {
             self.shape().len(),
             "pad: one (before, after) per axis"
         );
-        let padded: Option<AxisVec<usize>> = (self.shape().iter().zip(pads))
-            .map(|(&d, &(before, after))| d.checked_add(before)?.checked_add(after))
-            .collect();
+        let padded = padded_dims(self.shape(), pads);
         assert!(
             padded.is_some_and(|p| checked_numel(&p).is_ok_and(|n| n <= isize::MAX as usize)),
             "pad: {pads:?} around shape {:?} overflows usize",

@@ -20,6 +20,15 @@ pub fn checked_numel(shape: &[usize]) -> Result<usize> {
         })
 }
 
+/// `shape` with `pads[d] = (before, after)` added to each dim, or `None` if the ranks differ or
+/// a dim overflows `usize`.
+pub fn padded_dims(shape: &[usize], pads: &[(usize, usize)]) -> Option<Vec<usize>> {
+    (shape.len() == pads.len()).then_some(())?;
+    (shape.iter().zip(pads))
+        .map(|(&d, &(before, after))| d.checked_add(before)?.checked_add(after))
+        .collect()
+}
+
 /// Row-major strides of a contiguous buffer of `shape`: each is the product of the dims after it.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
     let mut strides = vec![0isize; shape.len()];

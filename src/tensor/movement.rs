@@ -4,7 +4,7 @@
 use super::{GradMode, Tensor};
 use crate::error::{Error, Result, or_panic};
 use crate::shape::axes::assert_distinct;
-use crate::shape::runtime::checked_numel;
+use crate::shape::runtime::{checked_numel, padded_dims};
 use crate::shape::{
     Axes, BroadcastTo, Const, ConstShape, Dim, PermuteShape, Shape, assert_same_numel, check_reshape,
 };
@@ -137,15 +137,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// count does not fit in `usize`).
     pub fn pad_to<Dst: Shape>(&self, dst: Dst, pads: &[(usize, usize)]) -> Result<Tensor<Dst, G>> {
         let (src, out) = (self.dims(), dst.dims());
-        let fits = pads.len() == src.len()
-            && out.len() == src.len()
-            && (0..src.len()).all(|d| {
-                src[d]
-                    .checked_add(pads[d].0)
-                    .and_then(|s| s.checked_add(pads[d].1))
-                    == Some(out[d])
-            });
-        if !fits {
+        if padded_dims(&src, pads).as_ref() != Some(&out) {
             return Err(Error::ShapeMismatch {
                 op: "pad",
                 lhs: src,
