@@ -5,6 +5,7 @@
 //! where A is large; a C narrower than a panel runs there as its transpose. All with sgemm's
 //! results, bit for bit.
 
+use super::few_rows::FewRows;
 use super::panel_gemm::Product;
 use super::small_gemm::{self, Matrix};
 use super::storage::Storage;
@@ -66,6 +67,10 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
         // SAFETY: as for sgemm below.
         if unsafe { small_gemm::try_run((m, k, n), a_matrix, b_matrix, c, PARALLEL_MACS) } {
             path = "the direct tile";
+        } else if let Some(product) = FewRows::new((m, k, n), a_matrix, b_matrix) {
+            path = "a few rows by B's columns";
+            // SAFETY: as for sgemm below.
+            unsafe { run_few_rows(&product, c) };
         } else if let Some(product) = Product::new((m, k, n), a_matrix, b_matrix) {
             path = "packed panels of B";
             // SAFETY: as for sgemm below.
@@ -385,6 +390,30 @@ unsafe fn share_panels(product: &Product, macs: usize, c: *mut f32) {
     });
 }
 
+/// Runs a [`FewRows`] product, split between threads by strips of columns when B is large (see
+/// [`PARALLEL_B`]).
+///
+/// # Safety
+/// As for [`FewRows::run`] with all of C's strips.
+unsafe fn run_few_rows(product: &FewRows, c: *mut f32) {
+    let strips = product.strips();
+    let threads = super::parallel::threads();
+    let tasks = if product.b_len() >= PARALLEL_B {
+        threads.min(strips)
+    } else {
+        1
+    };
+    if tasks == 1 {
+        // SAFETY: as this function's contract says.
+        return unsafe { product.run(c, 0..strips) };
+    }
+    let c = SharedOut(c);
+    super::parallel::run(tasks, &|t| {
+        // SAFETY: the tasks' strip ranges are disjoint parts of `0..strips`.
+        unsafe { product.run(c.get(), t * strips / tasks..(t + 1) * strips / tasks) };
+    });
+}
+
 /// One `C = A·B` call of sgemm, with the strides of each matrix as (row, column).
 struct Gemm {
     m: usize,
@@ -574,6 +603,44 @@ mod tests {
             let transposed = m >= 32 && n < 32 && (n == 1 || !b_rows || n > 8 || copied);
             path == "the direct tile" || path.starts_with("packed panels of Aᵀ") == transposed
         });
+    }
+
+    /// A product of at most four rows with B by columns (a sample or a few through a layer,
+    /// `x·Wᵀ`) runs, on a CPU with AVX2 but not AVX-512, by 8 × 8 blocks of B transposed in
+    /// registers: still sgemm's results bit for bit, across depth blocks and with a depth or
+    /// width that is not a multiple of 8, with special values, and shared between threads when
+    /// B is large (the last shape), if there are several.
+    #[test]
+    fn few_rows_by_the_columns_of_b_are_sgemm_bit_for_bit() {
+        let shapes = [
+            (1, 784, 512),
+            (1, 7, 8),
+            (2, 9, 9),
+            (3, 257, 15),
+            (4, 256, 17),
+            (4, 600, 40),
+            (1, 1024, 300),
+        ];
+        for_each_layout(9, &shapes, |_, _, _| true);
+        if !super::super::few_rows::avx2_only() {
+            return;
+        }
+        // The path taken, on this CPU: B by columns, and no other layout.
+        for &(m, k, n) in &shapes[..3] {
+            for b_rows in [true, false] {
+                let (a, b) = (vec![1.0; m * k], vec![1.0; k * n]);
+                let b_view = match b_rows {
+                    true => View::contiguous(&[k, n]),
+                    false => View::contiguous(&[n, k]).permute(&[1, 0]),
+                };
+                let (_, path) = run(&a, &View::contiguous(&[m, k]), &b, &b_view);
+                assert_eq!(
+                    path == "a few rows by B's columns",
+                    !b_rows,
+                    "[{m}, {k}] x [{k}, {n}]: {path}"
+                );
+            }
+        }
     }
 
     /// For each shape and each layout of A and B (by rows or by columns), seeded values with

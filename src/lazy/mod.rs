@@ -42,6 +42,7 @@ mod axes;
 mod chunked;
 mod epilogue;
 pub(crate) mod fast_hash;
+mod few_rows;
 mod gather;
 mod kernel;
 mod math;
