@@ -164,7 +164,7 @@ unsafe fn block<const R: usize>(depth: usize, cols: usize, a: Matrix, b: Matrix)
             true => unsafe { _mm256_loadu_ps(column(p, j)) },
             false => _mm256_setzero_ps(),
         });
-        let rows = transpose_8x8(columns);
+        let rows = super::small_gemm::transpose_8x8(columns);
         for r in 0..R {
             for q in 0..LANES {
                 acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(a_at(r, p + q)), rows[q], acc[r]);
@@ -191,60 +191,4 @@ unsafe fn block<const R: usize>(depth: usize, cols: usize, a: Matrix, b: Matrix)
         unsafe { _mm256_storeu_ps(sums[r].as_mut_ptr(), acc[r]) };
     }
     sums
-}
-
-/// The transpose of eight vectors taken as the rows of an 8 × 8 block.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn transpose_8x8(r: [std::arch::x86_64::__m256; LANES]) -> [std::arch::x86_64::__m256; LANES] {
-    use std::arch::x86_64::*;
-    // Pairs of rows interleaved, then pairs of pairs: each 128-bit half then holds a 4 × 4
-    // block's transposed rows, and the halves are swapped into place.
-    let t = [0, 2, 4, 6].map(|i| {
-        (
-            _mm256_unpacklo_ps(r[i], r[i + 1]),
-            _mm256_unpackhi_ps(r[i], r[i + 1]),
-        )
-    });
-    let quad = |x: (__m256, __m256), y: (__m256, __m256)| {
-        [
-            _mm256_shuffle_ps::<0x44>(x.0, y.0),
-            _mm256_shuffle_ps::<0xEE>(x.0, y.0),
-            _mm256_shuffle_ps::<0x44>(x.1, y.1),
-            _mm256_shuffle_ps::<0xEE>(x.1, y.1),
-        ]
-    };
-    let (low, high) = (quad(t[0], t[1]), quad(t[2], t[3]));
-    std::array::from_fn(|i| match i < 4 {
-        true => _mm256_permute2f128_ps::<0x20>(low[i], high[i]),
-        false => _mm256_permute2f128_ps::<0x31>(low[i - 4], high[i - 4]),
-    })
-}
-
-#[cfg(all(test, target_arch = "x86_64"))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn transposes_an_8x8_block() {
-        if !std::arch::is_x86_feature_detected!("avx2") {
-            return;
-        }
-        use std::arch::x86_64::*;
-        let values: Vec<f32> = (0..64).map(|v| v as f32).collect();
-        // SAFETY: the CPU has AVX2 (checked); each row is 8 of the 64 values.
-        let rows = std::array::from_fn(|i| unsafe { _mm256_loadu_ps(values[8 * i..].as_ptr()) });
-        let mut out = [[0.0f32; 8]; 8];
-        // SAFETY: as above; each row of `out` holds 8 values.
-        unsafe {
-            for (o, v) in out.iter_mut().zip(transpose_8x8(rows)) {
-                _mm256_storeu_ps(o.as_mut_ptr(), v);
-            }
-        }
-        for (i, row) in out.iter().enumerate() {
-            for (j, &v) in row.iter().enumerate() {
-                assert_eq!(v, (8 * j + i) as f32, "element ({i}, {j})");
-            }
-        }
-    }
 }
