@@ -7,6 +7,7 @@
 
 use super::few_rows::FewRows;
 use super::panel_gemm::Product;
+use super::panels_avx2::PanelsAvx2;
 use super::small_gemm::{self, Matrix};
 use super::storage::Storage;
 use super::view::View;
@@ -71,6 +72,12 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
             path = "a few rows by B's columns";
             // SAFETY: as for sgemm below.
             unsafe { run_few_rows(&product, c) };
+        // SAFETY: A lies within its buffer (checked above).
+        } else if let Some(product) = unsafe { PanelsAvx2::new((m, k, n), a_matrix, b_matrix) } {
+            path = "packed panels of B (AVX2)";
+            // SAFETY: as for sgemm below.
+            unsafe { run_panels_avx2(&product, macs, c) };
+            super::alloc::keep(product.into_a_tiles());
         } else if let Some(product) = Product::new((m, k, n), a_matrix, b_matrix) {
             path = "packed panels of B";
             // SAFETY: as for sgemm below.
@@ -414,6 +421,21 @@ unsafe fn run_few_rows(product: &FewRows, c: *mut f32) {
     });
 }
 
+/// Runs a [`PanelsAvx2`] product, one panel per task when it is large enough to share.
+///
+/// # Safety
+/// As for [`PanelsAvx2::run`] with all of C's panels.
+unsafe fn run_panels_avx2(product: &PanelsAvx2, macs: usize, c: *mut f32) {
+    let panels = product.panels();
+    if macs < PARALLEL_MACS || super::parallel::threads() == 1 {
+        // SAFETY: as this function's contract says.
+        return unsafe { product.run(c, 0..panels) };
+    }
+    let c = SharedOut(c);
+    // SAFETY: each task writes its own panel.
+    super::parallel::run(panels, &|j| unsafe { product.run(c.get(), j..j + 1) });
+}
+
 /// One `C = A·B` call of sgemm, with the strides of each matrix as (row, column).
 struct Gemm {
     m: usize,
@@ -641,6 +663,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Products of more than four rows and at least 16 columns run, on a CPU with AVX2 but not
+    /// AVX-512, on panels of B with A copied by tiles of six rows: still sgemm's results bit for
+    /// bit, in every layout, across depth blocks, with rows, columns and depth that are not
+    /// multiples of the tile's, with special values, and shared between threads when large
+    /// (the last shape), if there are several. A larger A is left to sgemm.
+    #[test]
+    fn products_on_avx2_panels_are_sgemm_bit_for_bit() {
+        let shapes = [
+            (5, 1, 16),
+            (7, 300, 17),
+            (13, 257, 40),
+            (64, 600, 33),
+            (130, 512, 100),
+        ];
+        for_each_layout(10, &shapes, |_, _, _| true);
+        if !super::super::few_rows::avx2_only() {
+            return;
+        }
+        let path = |(m, k, n): (usize, usize, usize)| {
+            let (a, b) = (vec![1.0; m * k], vec![1.0; k * n]);
+            run(&a, &View::contiguous(&[m, k]), &b, &View::contiguous(&[k, n])).1
+        };
+        assert_eq!(path((7, 300, 17)), "packed panels of B (AVX2)");
+        assert_eq!(path((1025, 1024, 16)), "sgemm", "A larger than the copy takes");
     }
 
     /// For each shape and each layout of A and B (by rows or by columns), seeded values with

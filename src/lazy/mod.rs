@@ -50,6 +50,7 @@ mod matmul;
 mod node;
 pub mod ops;
 mod panel_gemm;
+mod panels_avx2;
 pub(crate) mod parallel;
 mod pow;
 pub mod reference;

@@ -561,7 +561,7 @@ unsafe fn lanes_tile<const R: usize, const V: usize, const L: usize>(
     clippy::needless_range_loop,
     reason = "indexed loops over constant bounds keep the accumulators in registers"
 )]
-unsafe fn tile_avx2<const R: usize, const V: usize>(
+pub(super) unsafe fn tile_avx2<const R: usize, const V: usize>(
     k: usize,
     a: Matrix,
     b: Matrix,
