@@ -123,6 +123,37 @@ pub(crate) fn exp_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m
     _mm512_scalef_ps(e, n)
 }
 
+/// [`exp_f32`] over 8 lanes with AVX2 and FMA, operation for operation (the same fused
+/// multiply-adds, the same two-step scaling), so the bits are the same.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn exp_avx2(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let c = _mm256_set1_ps;
+    const SHIFTER: f32 = 12_582_912.0;
+    // min/max return their second operand when either is NaN, so a NaN `x` passes through.
+    let x = _mm256_max_ps(c(-110.0), _mm256_min_ps(c(100.0), x));
+    let t = _mm256_fmadd_ps(x, c(std::f32::consts::LOG2_E), c(SHIFTER));
+    let n = _mm256_sub_ps(t, c(SHIFTER));
+    let r = _mm256_fnmadd_ps(n, c(LN2_LO), _mm256_fnmadd_ps(n, c(LN2_HI), x));
+    let mut p = c(1.987_569_2e-4);
+    for k in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
+        p = _mm256_fmadd_ps(p, r, c(k));
+    }
+    let e = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), c(1.0));
+    // n as an integer, split in two halves, each a normal power of two.
+    let ni = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B40_0000));
+    let n1 = _mm256_srai_epi32::<1>(ni);
+    let n2 = _mm256_sub_epi32(ni, n1);
+    let power = |h: __m256i| {
+        _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(
+            h,
+            _mm256_set1_epi32(127),
+        )))
+    };
+    _mm256_mul_ps(_mm256_mul_ps(e, power(n1)), power(n2))
+}
+
 /// `sigmoid` over 16 lanes with [`exp_avx512`]: `1 / (1 + e^-x)`, with `-x` by [`neg_avx512`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
@@ -497,6 +528,43 @@ pub(crate) mod tests {
             -f32::NAN,
         ];
         lanes_match("log", log_avx512, log_f32, &specials);
+    }
+
+    /// Every 97th f32 bit pattern and the edges where the result overflows, turns subnormal and
+    /// underflows: [`exp_avx2`] is [`exp_f32`], bit for bit.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn exp_avx2_matches_exp_f32_bit_for_bit() {
+        use std::arch::x86_64::*;
+        if !(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")) {
+            return;
+        }
+        let specials = [
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            88.72,
+            -87.34,
+            -103.9,
+        ];
+        let sweep = (0..=u32::MAX).step_by(97).map(f32::from_bits);
+        let values: Vec<f32> = specials.into_iter().chain(sweep).collect();
+        for chunk in values.chunks(8) {
+            let mut lanes = [1.0f32; 8];
+            lanes[..chunk.len()].copy_from_slice(chunk);
+            let mut got = [0.0f32; 8];
+            // SAFETY: the CPU has AVX2 and FMA (checked); both arrays hold 8 values.
+            unsafe { _mm256_storeu_ps(got.as_mut_ptr(), exp_avx2(_mm256_loadu_ps(lanes.as_ptr()))) };
+            for (&x, g) in lanes.iter().zip(got) {
+                let want = exp_f32(x);
+                assert!(
+                    g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                    "exp({x:e}) = {g:e}, scalar {want:e}"
+                );
+            }
+        }
     }
 
     #[cfg(target_arch = "x86_64")]
