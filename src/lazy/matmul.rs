@@ -665,19 +665,19 @@ mod tests {
         }
     }
 
-    /// Products of more than four rows and at least 16 columns run, on a CPU with AVX2 but not
-    /// AVX-512, on panels of B with A copied by tiles of six rows: still sgemm's results bit for
-    /// bit, in every layout, across depth blocks, with rows, columns and depth that are not
-    /// multiples of the tile's, with special values, and shared between threads when large
-    /// (the last shape), if there are several. A larger A is left to sgemm.
+    /// Products of at least 24 rows and whole panels of 16 columns run, on a CPU with AVX2 but
+    /// not AVX-512, on panels of B with A copied by tiles of six rows: still sgemm's results bit
+    /// for bit, in every layout, across depth blocks, with rows and depth that are not multiples
+    /// of the tile's, with special values, and shared between threads when large (the last
+    /// shape), if there are several. Other widths and a larger A are left to sgemm.
     #[test]
     fn products_on_avx2_panels_are_sgemm_bit_for_bit() {
         let shapes = [
-            (5, 1, 16),
-            (7, 300, 17),
-            (13, 257, 40),
-            (64, 600, 33),
-            (130, 512, 100),
+            (24, 1, 16),
+            (25, 300, 32),
+            (31, 257, 48),
+            (64, 600, 16),
+            (130, 512, 96),
         ];
         for_each_layout(10, &shapes, |_, _, _| true);
         if !super::super::few_rows::avx2_only() {
@@ -687,8 +687,10 @@ mod tests {
             let (a, b) = (vec![1.0; m * k], vec![1.0; k * n]);
             run(&a, &View::contiguous(&[m, k]), &b, &View::contiguous(&[k, n])).1
         };
-        assert_eq!(path((7, 300, 17)), "packed panels of B (AVX2)");
-        assert_eq!(path((1025, 1024, 16)), "sgemm", "A larger than the copy takes");
+        assert_eq!(path((25, 300, 32)), "packed panels of B (AVX2)");
+        assert_eq!(path((25, 300, 33)), "sgemm", "a narrower last panel");
+        assert_eq!(path((23, 300, 32)), "sgemm", "too few rows");
+        assert_eq!(path((1025, 1024, 16)), "sgemm", "A larger than the panels take");
     }
 
     /// For each shape and each layout of A and B (by rows or by columns), seeded values with

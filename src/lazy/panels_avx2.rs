@@ -31,9 +31,14 @@ const WIDTH: usize = 16;
 /// Rows of C per tile: 6 × 2 vectors are twelve accumulators, beside B's two vectors and A's
 /// broadcast, of the sixteen registers.
 const ROWS: usize = 6;
-/// The most values of A a product copies (4 MiB): sgemm copies A a block at a time, and a
-/// larger A is left to it rather than held twice.
-const MAX_A: usize = 1 << 20;
+/// The most values of A a product takes (512 KiB): each depth block of A is read again for
+/// every panel, from L2 only if it fits there (512 KiB here, beside the panel). A larger A is
+/// left to sgemm, which blocks A's rows too: `[820, 505] x [505, 65]` took 1.19 times sgemm's
+/// time here, `[328, 1015] x [1015, 138]` 1.30.
+const MAX_A: usize = 1 << 17;
+/// The fewest rows of C taken: with fewer, the copies and the tiles' fixed work are not repaid
+/// (`[16, 283] x [283, 25]` took 1.8 times sgemm's time, `[14, 647] x [647, 16]` 1.2).
+const MIN_ROWS: usize = 24;
 
 /// `C = A·B` (`m×k` times `k×n`, C row-major with row stride `n`), for sharing between threads
 /// by panels of C's columns.
@@ -50,16 +55,18 @@ unsafe impl Sync for PanelsAvx2 {}
 
 impl PanelsAvx2 {
     /// The product, with its copy of A, if this path takes it: the CPU has AVX2 and FMA but not
-    /// AVX-512, C is at least a panel wide and has more rows than [`super::few_rows::ROWS`],
-    /// and A has at most [`MAX_A`] values.
+    /// AVX-512, C has at least [`MIN_ROWS`] rows and whole panels, and A has at most [`MAX_A`]
+    /// values. A C of a last, narrower panel lost to sgemm on most shapes, by up to 1.2–1.3 times
+    /// its time (`[39, 508] x [508, 25]`, `[272, 139] x [139, 67]`, fastest of 7 alternating
+    /// runs), and is left to it.
     ///
     /// # Safety
     /// `a` with its strides must address an `m×k` matrix within its allocation.
     pub(super) unsafe fn new(dims: (usize, usize, usize), a: Matrix, b: Matrix) -> Option<PanelsAvx2> {
         let (m, k, n) = dims;
-        let takes = m > super::few_rows::ROWS
+        let takes = m >= MIN_ROWS
             && k > 0
-            && n >= WIDTH
+            && n % WIDTH == 0
             && m.saturating_mul(k) <= MAX_A
             && super::few_rows::avx2_only();
         #[cfg(target_arch = "x86_64")]
@@ -171,11 +178,33 @@ unsafe fn run_avx2(product: &PanelsAvx2, c: *mut f32, panels: Range<usize>) {
                     continue;
                 }
                 let mut staged = [[0.0f32; WIDTH]; ROWS];
-                // SAFETY: `staged` holds the tile's rows.
+                let dst = staged.as_mut_ptr().cast();
+                // SAFETY: `staged` holds the tile's rows. A last tile of fewer rows computes only
+                // as many as it needs, rounded up to 1, 2, 4 or 6 (the copy's rows past `m` are
+                // zeros).
                 unsafe {
-                    tile_avx2::<ROWS, 2>(depth, a_tile, panel, staged.as_mut_ptr().cast(), WIDTH as isize)
+                    match rows {
+                        1 => tile_avx2::<1, 2>(depth, a_tile, panel, dst, WIDTH as isize),
+                        2 => tile_avx2::<2, 2>(depth, a_tile, panel, dst, WIDTH as isize),
+                        3 | 4 => tile_avx2::<4, 2>(depth, a_tile, panel, dst, WIDTH as isize),
+                        _ => tile_avx2::<ROWS, 2>(depth, a_tile, panel, dst, WIDTH as isize),
+                    }
                 };
                 for (r, row) in staged[..rows].iter().enumerate() {
+                    if cols == WIDTH {
+                        // A whole row of a later block at once, in vectors.
+                        // SAFETY: row r of the tile of C, WIDTH values, written by the first
+                        // block.
+                        unsafe {
+                            let whole = c_tile.add(r * n).cast::<[f32; WIDTH]>();
+                            let mut sums = whole.read_unaligned();
+                            for (c, &ab) in sums.iter_mut().zip(row) {
+                                *c = if p0 == 0 { ab } else { *c + ab };
+                            }
+                            whole.write_unaligned(sums);
+                        }
+                        continue;
+                    }
                     for (j, &ab) in row[..cols].iter().enumerate() {
                         // SAFETY: element (r, j) of the tile of C; written by the first block if
                         // p0 > 0.

@@ -300,7 +300,20 @@ pub(super) unsafe fn pack_panel<const AVX512: bool>(
         }
         return;
     }
-    if cs == 1 {
+    if cs == 1 && cols == width && width % 8 == 0 {
+        // Whole rows of a constant width, a vector at a time: a call to `memcpy` for each row
+        // of 16 values took most of a shallow product's time.
+        for p in 0..k {
+            for j in (0..width).step_by(8) {
+                // SAFETY: row p's columns j..j + 8, within B and within the panel's row.
+                unsafe {
+                    let v = b.at(p, j).ptr.cast::<[f32; 8]>().read_unaligned();
+                    panel_row(p).add(j).cast::<[f32; 8]>().write_unaligned(v);
+                }
+            }
+        }
+        done_cols = cols;
+    } else if cs == 1 {
         for p in 0..k {
             unsafe { std::ptr::copy_nonoverlapping(b.at(p, 0).ptr, panel_row(p), cols) };
         }
