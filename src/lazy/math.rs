@@ -100,6 +100,39 @@ pub(crate) fn log_avx512(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m
     _mm512_mask_mov_ps(special, finite_positive, ln)
 }
 
+/// [`log_f32`] over 8 lanes with AVX2 and FMA, operation for operation, the special cases
+/// chosen by blends, so the bits are the same.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn log_avx2(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let c = _mm256_set1_ps;
+    let (sub, mul, fma) = (_mm256_sub_ps, _mm256_mul_ps, _mm256_fmadd_ps);
+    let subnormal = _mm256_cmp_ps::<_CMP_LT_OQ>(x, c(f32::MIN_POSITIVE));
+    let scaled = _mm256_blendv_ps(x, mul(x, c(16_777_216.0)), subnormal);
+    let bits = _mm256_castps_si256(scaled);
+    let k = _mm256_srai_epi32::<23>(_mm256_sub_epi32(bits, _mm256_set1_epi32(0x3F35_04F3)));
+    let m = _mm256_castsi256_ps(_mm256_sub_epi32(bits, _mm256_slli_epi32::<23>(k)));
+    // `k - 24` where scaled, else `k - 0`, as the scalar form subtracts.
+    let e = sub(_mm256_cvtepi32_ps(k), _mm256_and_ps(subnormal, c(24.0)));
+    let f = sub(m, c(1.0));
+    let z = mul(f, f);
+    let p = (LOG_SERIES[1..].iter()).fold(c(LOG_SERIES[0]), |p, &k| fma(p, f, c(k)));
+    let y = fma(mul(f, z), p, fma(e, c(LN2_LO), mul(c(-0.5), z)));
+    let ln = fma(e, c(LN2_HI), _mm256_add_ps(f, y));
+    let finite_positive = _mm256_and_ps(
+        _mm256_cmp_ps::<_CMP_GT_OQ>(x, c(0.0)),
+        _mm256_cmp_ps::<_CMP_LT_OQ>(x, c(f32::INFINITY)),
+    );
+    let special = _mm256_blendv_ps(
+        c(f32::NAN),
+        c(f32::NEG_INFINITY),
+        _mm256_cmp_ps::<_CMP_EQ_OQ>(x, c(0.0)),
+    );
+    let special = _mm256_blendv_ps(special, x, _mm256_cmp_ps::<_CMP_EQ_OQ>(x, c(f32::INFINITY)));
+    _mm256_blendv_ps(special, ln, finite_positive)
+}
+
 /// [`exp_f32`] over 16 lanes with AVX-512F, the same operations in the same order, except that
 /// `2^n` is applied by one `vscalefps`, which rounds `e · 2^n` once as the two exact factors do:
 /// the results are bit-identical (checked offline over every f32) in fewer instructions.
@@ -530,41 +563,72 @@ pub(crate) mod tests {
         lanes_match("log", log_avx512, log_f32, &specials);
     }
 
-    /// Every 97th f32 bit pattern and the edges where the result overflows, turns subnormal and
-    /// underflows: [`exp_avx2`] is [`exp_f32`], bit for bit.
+    /// Every 97th f32 bit pattern, the common specials and `specials`: `lanes` (AVX2 and FMA) is
+    /// `scalar`, bit for bit.
     #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn exp_avx2_matches_exp_f32_bit_for_bit() {
+    fn avx2_lanes_match(
+        name: &str,
+        lanes: unsafe fn(std::arch::x86_64::__m256) -> std::arch::x86_64::__m256,
+        scalar: fn(f32) -> f32,
+        specials: &[f32],
+    ) {
         use std::arch::x86_64::*;
         if !(std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")) {
             return;
         }
-        let specials = [
+        let common = [
             0.0,
             -0.0,
             f32::INFINITY,
             f32::NEG_INFINITY,
             f32::NAN,
-            88.72,
-            -87.34,
-            -103.9,
+            1e-40,
+            -1e-40,
         ];
         let sweep = (0..=u32::MAX).step_by(97).map(f32::from_bits);
-        let values: Vec<f32> = specials.into_iter().chain(sweep).collect();
+        let values: Vec<f32> = common
+            .into_iter()
+            .chain(specials.iter().copied())
+            .chain(sweep)
+            .collect();
         for chunk in values.chunks(8) {
-            let mut lanes = [1.0f32; 8];
-            lanes[..chunk.len()].copy_from_slice(chunk);
+            let mut input = [1.0f32; 8];
+            input[..chunk.len()].copy_from_slice(chunk);
             let mut got = [0.0f32; 8];
             // SAFETY: the CPU has AVX2 and FMA (checked); both arrays hold 8 values.
-            unsafe { _mm256_storeu_ps(got.as_mut_ptr(), exp_avx2(_mm256_loadu_ps(lanes.as_ptr()))) };
-            for (&x, g) in lanes.iter().zip(got) {
-                let want = exp_f32(x);
+            unsafe { _mm256_storeu_ps(got.as_mut_ptr(), lanes(_mm256_loadu_ps(input.as_ptr()))) };
+            for (&x, g) in input.iter().zip(got) {
+                let want = scalar(x);
                 assert!(
                     g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
-                    "exp({x:e}) = {g:e}, scalar {want:e}"
+                    "{name}({x:e}) = {g:e}, scalar {want:e}"
                 );
             }
         }
+    }
+
+    /// Where the result overflows, turns subnormal, and underflows.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn exp_avx2_matches_exp_f32_bit_for_bit() {
+        avx2_lanes_match("exp", exp_avx2, exp_f32, &[88.72, -87.34, -103.9]);
+    }
+
+    /// Subnormal, tiny, huge and negative inputs, and both sides of √½ and 1.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn log_avx2_matches_log_f32_bit_for_bit() {
+        let specials = [
+            1.0,
+            std::f32::consts::FRAC_1_SQRT_2,
+            f32::from_bits(std::f32::consts::FRAC_1_SQRT_2.to_bits() - 1),
+            1.000_000_1,
+            0.999_999_94,
+            f32::MAX,
+            -1.0,
+            1.2e-38,
+        ];
+        avx2_lanes_match("log", log_avx2, log_f32, &specials);
     }
 
     #[cfg(target_arch = "x86_64")]
