@@ -287,6 +287,51 @@ pub(crate) fn gather_tiled(buf: &[f32], view: &View, tiling: Tiling) -> Storage 
     out
 }
 
+/// The vector instructions a tile of [`copy_tiled`] is transposed with.
+#[derive(Clone, Copy)]
+#[cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, reason = "detected only on x86-64")
+)]
+enum Transposes {
+    Avx512,
+    Avx2,
+}
+
+impl Transposes {
+    /// Writes the transpose of the 16 × 16 block at `src` (rows `src_stride` apart) to `dst`
+    /// (rows `dst_stride` apart).
+    ///
+    /// # Safety
+    /// Both blocks lie within their allocations and do not overlap; the CPU has these
+    /// instructions.
+    unsafe fn transpose(self, src: *const f32, src_stride: isize, dst: *mut f32, dst_stride: usize) {
+        // SAFETY: as this function's contract says.
+        unsafe {
+            match self {
+                Transposes::Avx512 => super::small_gemm::transpose_block(src, src_stride, dst, dst_stride),
+                Transposes::Avx2 => {
+                    super::small_gemm::transpose_block_16_avx2(src, src_stride, dst, dst_stride)
+                }
+            }
+        }
+    }
+}
+
+/// The widest register transposes this CPU has, if any.
+fn transposes_in_registers() -> Option<Transposes> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if super::small_gemm::avx512() {
+            return Some(Transposes::Avx512);
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return Some(Transposes::Avx2);
+        }
+    }
+    None
+}
+
 /// Writes every element of `view` over `buf` into `dst`, row-major, in tiles of axis `a`
 /// (contiguous in `buf`) and the trailing axes from `group` (contiguous in `dst`), so both sides
 /// are read and written a cache line at a time. Tiles sweep down `a` within a strip of the
@@ -305,9 +350,11 @@ pub(crate) fn copy_tiled(
     let mut out_strides = AxisVec::filled(rank, 0isize);
     write_contiguous_strides(shape, &mut out_strides);
     // Whole tiles are transposed in registers where axis `a` is contiguous in `buf` and the group
-    // is the last axis alone: 16 vector loads, 64 shuffles and 16 stores, where the
-    // value-by-value copy took 1.22 ms for a [1024, 1024] transpose.
-    let registers = strides[a] == 1 && group == last && super::small_gemm::avx512();
+    // is the last axis alone: 16 vector loads, 64 shuffles and 16 stores with AVX-512, where the
+    // value-by-value copy took 1.22 ms for a [1024, 1024] transpose; four 8 × 8 blocks with AVX2.
+    let registers = (strides[a] == 1 && group == last)
+        .then(transposes_in_registers)
+        .flatten();
     // Where each of the group's values lies in `buf`, from its first.
     let width: usize = shape[group..].iter().product();
     let mut offsets = Vec::new();
@@ -337,22 +384,19 @@ pub(crate) fn copy_tiled(
         for z0 in (0..width).step_by(TILE) {
             for a0 in (0..shape[a]).step_by(TILE) {
                 let whole = z0 + TILE <= width && a0 + TILE <= shape[a];
-                if whole && registers {
+                if whole && let Some(isa) = registers {
                     // Source row z holds the tile's values along `a` contiguously; output row
                     // i holds them along the last axis.
                     let src = from + z0 as isize * strides[last] + a0 as isize;
                     let to_tile = (to + a0 as isize * to_a) as usize + z0;
+                    let (src, dst) = (
+                        buf.as_ptr().wrapping_offset(src),
+                        dst.as_mut_ptr().wrapping_add(to_tile),
+                    );
                     // SAFETY: the tile's 16 × 16 elements are elements of the view, so they
                     // lie in `buf` (`src` is element [a0, z0], rows `strides[last]` apart) and
-                    // in `dst` (rows `to_a` apart from `to_tile`); AVX-512 was detected.
-                    unsafe {
-                        super::small_gemm::transpose_block(
-                            buf.as_ptr().offset(src),
-                            strides[last],
-                            dst.as_mut_ptr().add(to_tile).cast(),
-                            to_a as usize,
-                        )
-                    };
+                    // in `dst` (rows `to_a` apart from `to_tile`); the CPU has `isa`.
+                    unsafe { isa.transpose(src, strides[last], dst.cast(), to_a as usize) };
                     continue;
                 }
                 for i in a0..(a0 + TILE).min(shape[a]) {

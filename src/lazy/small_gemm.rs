@@ -382,6 +382,32 @@ unsafe fn transpose_block_avx2(src: *const f32, src_stride: isize, dst: *mut f32
     }
 }
 
+/// [`transpose_block`] with AVX2: the 16 × 16 block as four 8 × 8 ones.
+///
+/// # Safety
+/// As for [`transpose_block`], with AVX2 in place of AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn transpose_block_16_avx2(
+    src: *const f32,
+    src_stride: isize,
+    dst: *mut f32,
+    dst_stride: usize,
+) {
+    for (r, c) in [(0, 0), (0, 8), (8, 0), (8, 8)] {
+        // SAFETY: rows r.. and columns c.. of the source block go to rows c.., columns r.. of
+        // the destination block, both within their blocks.
+        unsafe {
+            transpose_block_avx2(
+                src.offset(r as isize * src_stride + c as isize),
+                src_stride,
+                dst.add(c * dst_stride + r),
+                dst_stride,
+            )
+        };
+    }
+}
+
 /// The transpose of a 16 × 16 block held in 16 registers, one row each: two rounds of unpacks
 /// within 128-bit lanes, then two of shuffles across them (64 shuffles in all).
 #[cfg(target_arch = "x86_64")]
@@ -467,6 +493,12 @@ pub(super) unsafe fn transpose_block(_: *const f32, _: isize, _: *mut f32, _: us
 #[cfg(not(target_arch = "x86_64"))]
 unsafe fn transpose_block_avx2(_: *const f32, _: isize, _: *mut f32, _: usize) {
     unreachable!("small_gemm runs only on x86-64 with AVX2")
+}
+
+/// Not reached: the path runs only where AVX2 was detected.
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn transpose_block_16_avx2(_: *const f32, _: isize, _: *mut f32, _: usize) {
+    unreachable!("register transposes run only on x86-64")
 }
 
 /// Every tile of one column tile of C, `V` vectors of `L` lanes wide: `R` rows at a time (`R·V`
