@@ -52,7 +52,7 @@ impl FewRows {
     pub(super) fn new(dims: (usize, usize, usize), a: Matrix, b: Matrix) -> Option<FewRows> {
         let (m, k, n) = dims;
         let takes = (1..=ROWS).contains(&m) && k > 0 && n >= LANES && b.strides.0 == 1;
-        (takes && avx2_only()).then_some(FewRows { dims, a, b })
+        (takes && super::small_gemm::avx2_only()).then_some(FewRows { dims, a, b })
     }
 
     /// How many strips of eight columns C has (the last may be narrower).
@@ -82,20 +82,6 @@ impl FewRows {
             let _ = (c, strips);
             unreachable!("`new` takes no product off x86-64")
         }
-    }
-}
-
-/// Whether the CPU has AVX2 and FMA but not AVX-512F.
-pub(super) fn avx2_only() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        !std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
     }
 }
 

@@ -2,7 +2,9 @@
 //! strides (so a transposed operand costs no copy). Small products with a short inner dimension
 //! skip sgemm's packing (see [`small_gemm`]), and deeper ones with A's rows or columns
 //! contiguous copy only B, a panel at a time (see [`super::panel_gemm`]), by blocks of A's rows
-//! where A is large; a C narrower than a panel runs there as its transpose. All with sgemm's
+//! where A is large; a C narrower than a panel runs there as its transpose. CPUs with AVX2 but
+//! not AVX-512 have their own paths for a few rows of A by B's columns (see [`super::few_rows`])
+//! and for deeper products of whole panels (see [`super::panels_avx2`]). All with sgemm's
 //! results, bit for bit.
 
 use super::few_rows::FewRows;
@@ -644,7 +646,7 @@ mod tests {
             (1, 1024, 300),
         ];
         for_each_layout(9, &shapes, |_, _, _| true);
-        if !super::super::few_rows::avx2_only() {
+        if !small_gemm::avx2_only() {
             return;
         }
         // The path taken, on this CPU: B by columns, and no other layout.
@@ -680,7 +682,7 @@ mod tests {
             (130, 512, 96),
         ];
         for_each_layout(10, &shapes, |_, _, _| true);
-        if !super::super::few_rows::avx2_only() {
+        if !small_gemm::avx2_only() {
             return;
         }
         let path = |(m, k, n): (usize, usize, usize)| {

@@ -68,7 +68,7 @@ impl PanelsAvx2 {
             && k > 0
             && n % WIDTH == 0
             && m.saturating_mul(k) <= MAX_A
-            && super::few_rows::avx2_only();
+            && super::small_gemm::avx2_only();
         #[cfg(target_arch = "x86_64")]
         if takes {
             return Some(PanelsAvx2 {

@@ -97,6 +97,11 @@ pub(super) fn avx512() -> bool {
     Isa::detect() == Some(Isa::Avx512)
 }
 
+/// Whether this CPU has AVX2 and FMA but not AVX-512F (the AVX2 product paths run only there).
+pub(super) fn avx2_only() -> bool {
+    Isa::detect() == Some(Isa::Avx2)
+}
+
 impl Isa {
     /// The best this CPU has, if any.
     fn detect() -> Option<Isa> {
