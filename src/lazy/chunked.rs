@@ -6,8 +6,8 @@
 //! Only for programs of several ops. With AVX-512 every op has hand-written lanes here, each
 //! bit-identical to its scalar semantics in `ops` (most a few inlined vector instructions; sine
 //! and cosine about 60, and pow about 190, out of line). With AVX2 and FMA, the arithmetic,
-//! comparisons, selection, `relu`, `exp`, `log`, `sigmoid` and `sqrt` have lanes, and a program
-//! of only those runs chunk by chunk: the 8-op chain over 1M values took 1.05 ms at best on one thread of an AMD
+//! comparisons, selection, `relu`, `exp`, `log`, `sigmoid`, `tanh`, `erf`, `gelu` and `sqrt` have
+//! lanes, and a program of only those runs chunk by chunk: the 8-op chain over 1M values took 1.05 ms at best on one thread of an AMD
 //! EPYC (Zen 3) core, against 1.52 one instruction at a time over each block (0.78 of its time
 //! in 7 alternating runs). Single ops, other programs and other CPUs run one instruction at a
 //! time over each block (`kernel`).
@@ -86,8 +86,8 @@ enum Isa {
     /// Every op has lanes.
     Avx512,
     /// With FMA: the ops [`has_avx2_lanes`] lists, which a training step's fused kernels,
-    /// softmax, cross entropy and the 8-op chain use. A program with any other op (`tanh`,
-    /// `erf`, `gelu`, `sin`, `cos`, `pow`) runs one instruction at a time.
+    /// softmax, cross entropy, GELU and the 8-op chain use. A program with any other op
+    /// (`sin`, `cos`, `pow`) runs one instruction at a time.
     Avx2,
 }
 
@@ -118,7 +118,17 @@ fn has_avx2_lanes(instr: &Instr) -> bool {
     match *instr {
         Instr::Unary(op, _) => matches!(
             op,
-            U::Neg | U::Abs | U::Relu | U::Recip | U::Sqrt | U::Exp | U::Log | U::Sigmoid
+            U::Neg
+                | U::Abs
+                | U::Relu
+                | U::Recip
+                | U::Sqrt
+                | U::Exp
+                | U::Log
+                | U::Sigmoid
+                | U::Tanh
+                | U::Erf
+                | U::Gelu
         ),
         Instr::Binary(op, _, _) => op != B::Pow,
         Instr::Where(..) => true,
@@ -382,6 +392,9 @@ unsafe fn execute_chunk_avx2(instr: &Instr, _: bool, value: impl Fn(usize) -> *c
         Instr::Unary(U::Sqrt, a) => lanes!(x = a => _mm256_sqrt_ps(x)),
         Instr::Unary(U::Exp, a) => lanes!(x = a => super::math::exp_avx2(x)),
         Instr::Unary(U::Log, a) => lanes!(x = a => super::math::log_avx2(x)),
+        Instr::Unary(U::Tanh, a) => lanes!(x = a => super::math::tanh_avx2(x)),
+        Instr::Unary(U::Erf, a) => lanes!(x = a => super::math::erf_avx2(x)),
+        Instr::Unary(U::Gelu, a) => lanes!(x = a => super::math::gelu_avx2(x)),
         // `1 / (1 + e^-x)`, `-x` by flipping the sign bit as scalar negation does.
         Instr::Unary(U::Sigmoid, a) => {
             lanes!(x = a => _mm256_div_ps(one, _mm256_add_ps(one, super::math::exp_avx2(_mm256_xor_ps(x, sign)))))

@@ -117,7 +117,7 @@ pub(crate) fn log_avx2(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m25
     let e = sub(_mm256_cvtepi32_ps(k), _mm256_and_ps(subnormal, c(24.0)));
     let f = sub(m, c(1.0));
     let z = mul(f, f);
-    let p = (LOG_SERIES[1..].iter()).fold(c(LOG_SERIES[0]), |p, &k| fma(p, f, c(k)));
+    let p = polynomial_avx2(f, &LOG_SERIES);
     let y = fma(mul(f, z), p, fma(e, c(LN2_LO), mul(c(-0.5), z)));
     let ln = fma(e, c(LN2_HI), _mm256_add_ps(f, y));
     let finite_positive = _mm256_and_ps(
@@ -131,6 +131,72 @@ pub(crate) fn log_avx2(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m25
     );
     let special = _mm256_blendv_ps(special, x, _mm256_cmp_ps::<_CMP_EQ_OQ>(x, c(f32::INFINITY)));
     _mm256_blendv_ps(special, ln, finite_positive)
+}
+
+/// Horner's rule on 8 lanes, as [`polynomial`] computes it on one.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn polynomial_avx2(x: std::arch::x86_64::__m256, coefficients: &[f32]) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let c = _mm256_set1_ps;
+    (coefficients[1..].iter()).fold(c(coefficients[0]), |p, &k| _mm256_fmadd_ps(p, x, c(k)))
+}
+
+/// `magnitude.copysign(sign)` on 8 lanes: every bit of `magnitude` but the sign bit, and `sign`'s.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn copysign_avx2(
+    magnitude: std::arch::x86_64::__m256,
+    sign: std::arch::x86_64::__m256,
+) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let bit = _mm256_set1_ps(-0.0);
+    _mm256_or_ps(_mm256_andnot_ps(bit, magnitude), _mm256_and_ps(bit, sign))
+}
+
+/// [`tanh_f32`] over 8 lanes with AVX2 and FMA, operation for operation.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn tanh_avx2(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let c = _mm256_set1_ps;
+    let (mul, fma) = (_mm256_mul_ps, _mm256_fmadd_ps);
+    let a = _mm256_andnot_ps(c(-0.0), x);
+    let z = mul(a, a);
+    let small = fma(mul(polynomial_avx2(z, &TANH_SERIES), z), a, a);
+    let large = _mm256_sub_ps(
+        c(1.0),
+        _mm256_div_ps(c(2.0), _mm256_add_ps(exp_avx2(mul(c(2.0), a)), c(1.0))),
+    );
+    // `a < 0.625` is false for NaN, which takes `large`, as the scalar form does.
+    let chosen = _mm256_blendv_ps(large, small, _mm256_cmp_ps::<_CMP_LT_OQ>(a, c(0.625)));
+    copysign_avx2(chosen, x)
+}
+
+/// [`erf_f32`] over 8 lanes with AVX2 and FMA, operation for operation.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn erf_avx2(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let c = _mm256_set1_ps;
+    // `min` returns its second operand when either is NaN: the NaN.
+    let a = _mm256_min_ps(c(ERF_CLAMP), _mm256_andnot_ps(c(-0.0), x));
+    let z = _mm256_mul_ps(a, a);
+    let y = _mm256_div_ps(
+        _mm256_mul_ps(a, polynomial_avx2(z, &ERF_P)),
+        polynomial_avx2(z, &ERF_Q),
+    );
+    copysign_avx2(_mm256_min_ps(c(1.0), y), x)
+}
+
+/// [`gelu_f32`] over 8 lanes with AVX2 and FMA, operation for operation.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn gelu_avx2(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let c = _mm256_set1_ps;
+    let erf = erf_avx2(_mm256_mul_ps(x, c(std::f32::consts::FRAC_1_SQRT_2)));
+    _mm256_mul_ps(x, _mm256_add_ps(_mm256_mul_ps(erf, c(0.5)), c(0.5)))
 }
 
 /// [`exp_f32`] over 16 lanes with AVX-512F, the same operations in the same order, except that
@@ -612,6 +678,23 @@ pub(crate) mod tests {
     #[test]
     fn exp_avx2_matches_exp_f32_bit_for_bit() {
         avx2_lanes_match("exp", exp_avx2, exp_f32, &[88.72, -87.34, -103.9]);
+    }
+
+    /// Both sides of the switch between the two forms at |x| = 0.625, and the tails.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn tanh_avx2_matches_tanh_f32_bit_for_bit() {
+        let specials = [0.625, -0.625, 0.624_999_94, -0.624_999_94, 9.0, -45.0];
+        avx2_lanes_match("tanh", tanh_avx2, tanh_f32, &specials);
+    }
+
+    /// Both sides of the clamp, and where the quotient reaches 1.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn erf_and_gelu_avx2_match_their_scalar_forms_bit_for_bit() {
+        let specials = [ERF_CLAMP, -ERF_CLAMP, 3.9, 3.95, 1e-30, -5.0, 12.0];
+        avx2_lanes_match("erf", erf_avx2, erf_f32, &specials);
+        avx2_lanes_match("gelu", gelu_avx2, gelu_f32, &specials);
     }
 
     /// Subnormal, tiny, huge and negative inputs, and both sides of √½ and 1.
