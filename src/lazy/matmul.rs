@@ -650,19 +650,10 @@ mod tests {
             return;
         }
         // The path taken, on this CPU: B by columns, and no other layout.
-        for &(m, k, n) in &shapes[..3] {
+        for &dims in &shapes[..3] {
             for b_rows in [true, false] {
-                let (a, b) = (vec![1.0; m * k], vec![1.0; k * n]);
-                let b_view = match b_rows {
-                    true => View::contiguous(&[k, n]),
-                    false => View::contiguous(&[n, k]).permute(&[1, 0]),
-                };
-                let (_, path) = run(&a, &View::contiguous(&[m, k]), &b, &b_view);
-                assert_eq!(
-                    path == "a few rows by B's columns",
-                    !b_rows,
-                    "[{m}, {k}] x [{k}, {n}]: {path}"
-                );
+                let path = path_of(dims, b_rows);
+                assert_eq!(path == "a few rows by B's columns", !b_rows, "{dims:?}: {path}");
             }
         }
     }
@@ -685,14 +676,21 @@ mod tests {
         if !small_gemm::avx2_only() {
             return;
         }
-        let path = |(m, k, n): (usize, usize, usize)| {
-            let (a, b) = (vec![1.0; m * k], vec![1.0; k * n]);
-            run(&a, &View::contiguous(&[m, k]), &b, &View::contiguous(&[k, n])).1
-        };
+        let path = |dims| path_of(dims, true);
         assert_eq!(path((25, 300, 32)), "packed panels of B (AVX2)");
         assert_eq!(path((25, 300, 33)), "sgemm", "a narrower last panel");
         assert_eq!(path((23, 300, 32)), "sgemm", "too few rows");
         assert_eq!(path((1025, 1024, 16)), "sgemm", "A larger than the panels take");
+    }
+
+    /// The path [`run`] takes on this CPU for a row-major A times a B by rows or by columns.
+    fn path_of((m, k, n): (usize, usize, usize), b_rows: bool) -> &'static str {
+        let (a, b) = (vec![1.0; m * k], vec![1.0; k * n]);
+        let b_view = match b_rows {
+            true => View::contiguous(&[k, n]),
+            false => View::contiguous(&[n, k]).permute(&[1, 0]),
+        };
+        run(&a, &View::contiguous(&[m, k]), &b, &b_view).1
     }
 
     /// For each shape and each layout of A and B (by rows or by columns), seeded values with
