@@ -74,8 +74,7 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
             path = "a few rows by B's columns";
             // SAFETY: as for sgemm below.
             unsafe { run_few_rows(&product, c) };
-        // SAFETY: A lies within its buffer (checked above).
-        } else if let Some(product) = unsafe { PanelsAvx2::new((m, k, n), a_matrix, b_matrix) } {
+        } else if let Some(product) = PanelsAvx2::new((m, k, n), a_matrix, b_matrix) {
             path = "packed panels of B (AVX2)";
             // SAFETY: as for sgemm below.
             unsafe { run_panels_avx2(&product, macs, c) };
@@ -423,16 +422,25 @@ unsafe fn run_few_rows(product: &FewRows, c: *mut f32) {
     });
 }
 
-/// Runs a [`PanelsAvx2`] product, one panel per task when it is large enough to share.
+/// Runs a [`PanelsAvx2`] product: when it is large enough to share, A's copy split between the
+/// threads, then one panel per task.
 ///
 /// # Safety
-/// As for [`PanelsAvx2::run`] with all of C's panels.
+/// As for [`PanelsAvx2::pack`] with all of A's tiles, then [`PanelsAvx2::run`] with all of C's
+/// panels.
 unsafe fn run_panels_avx2(product: &PanelsAvx2, macs: usize, c: *mut f32) {
-    let panels = product.panels();
-    if macs < PARALLEL_MACS || super::parallel::threads() == 1 {
+    let (tiles, panels, threads) = (product.tiles(), product.panels(), super::parallel::threads());
+    if macs < PARALLEL_MACS || threads == 1 {
         // SAFETY: as this function's contract says.
-        return unsafe { product.run(c, 0..panels) };
+        return unsafe {
+            product.pack(0..tiles);
+            product.run(c, 0..panels)
+        };
     }
+    // SAFETY: each task copies its own tiles; `parallel::run` returns once all have.
+    super::parallel::run(threads, &|t| unsafe {
+        product.pack(t * tiles / threads..(t + 1) * tiles / threads)
+    });
     let c = SharedOut(c);
     // SAFETY: each task writes its own panel.
     super::parallel::run(panels, &|j| unsafe { product.run(c.get(), j..j + 1) });

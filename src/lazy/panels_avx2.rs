@@ -2,7 +2,7 @@
 //! AVX-512 (which have their own packed panels): a training step's forward products and
 //! gradients at batch sizes of some tens to a few hundred.
 //!
-//! A is copied once, by tiles of six rows (see [`pack_a`]); B one panel of 16 columns and up to
+//! A is copied once, by tiles of six rows (see [`pack_tile`]); B one panel of 16 columns and up to
 //! 256 rows at a time (16 KiB, which stays in L1). The direct tile's AVX2 kernel (6 rows × 16
 //! columns) keeps twelve accumulators where sgemm's AVX2 kernel keeps eight. On an AMD EPYC
 //! (Zen 3) core whose multiply-adds peak at 96–99 GFLOP/s, the 784→512→256→10 training step's
@@ -40,51 +40,77 @@ const MAX_A: usize = 1 << 17;
 /// (`[16, 283] x [283, 25]` took 1.8 times sgemm's time, `[14, 647] x [647, 16]` 1.2).
 const MIN_ROWS: usize = 24;
 
-/// `C = A·B` (`m×k` times `k×n`, C row-major with row stride `n`), for sharing between threads
-/// by panels of C's columns.
+/// `C = A·B` (`m×k` times `k×n`, C row-major with row stride `n`), for sharing between threads:
+/// first A's copy by tiles of rows ([`PanelsAvx2::pack`]), then C by panels of columns
+/// ([`PanelsAvx2::run`]).
 pub(super) struct PanelsAvx2 {
     dims: (usize, usize, usize),
-    /// A copied tile by tile (see [`pack_a`]), in a pooled buffer.
+    a: Matrix,
+    /// A pooled buffer with room for A's copy (see [`pack_tile`]); its length stays 0, as its
+    /// values are written through `a_tiles_ptr` by `pack`.
     a_tiles: Storage,
+    a_tiles_ptr: *mut f32,
     b: Matrix,
 }
 
-// SAFETY: a `PanelsAvx2` only reads B and its own copy of A; each call of `run` writes only its
-// own panels of C.
+// SAFETY: a `PanelsAvx2` reads A and B; each call of `pack` writes only its own tiles of A's copy
+// and each call of `run` only its own panels of C, and `run` reads the copy only after `pack`
+// has written all of it (their contracts).
 unsafe impl Sync for PanelsAvx2 {}
 
 impl PanelsAvx2 {
-    /// The product, with its copy of A, if this path takes it: the CPU has AVX2 and FMA but not
-    /// AVX-512, C has at least [`MIN_ROWS`] rows and whole panels, and A has at most [`MAX_A`]
-    /// values. A C of a last, narrower panel lost to sgemm on most shapes, by up to 1.2–1.3 times
-    /// its time (`[39, 508] x [508, 25]`, `[272, 139] x [139, 67]`, fastest of 7 alternating
-    /// runs), and is left to it.
-    ///
-    /// # Safety
-    /// `a` with its strides must address an `m×k` matrix within its allocation.
-    pub(super) unsafe fn new(dims: (usize, usize, usize), a: Matrix, b: Matrix) -> Option<PanelsAvx2> {
+    /// The product, with room for its copy of A, if this path takes it: the CPU has AVX2 and FMA
+    /// but not AVX-512, C has at least [`MIN_ROWS`] rows and whole panels, and A has at most
+    /// [`MAX_A`] values. A C of a last, narrower panel lost to sgemm on most shapes, by up to
+    /// 1.2–1.3 times its time (`[39, 508] x [508, 25]`, `[272, 139] x [139, 67]`, fastest of 7
+    /// alternating runs), and is left to it.
+    pub(super) fn new(dims: (usize, usize, usize), a: Matrix, b: Matrix) -> Option<PanelsAvx2> {
         let (m, k, n) = dims;
         let takes = m >= MIN_ROWS
             && k > 0
             && n % WIDTH == 0
             && m.saturating_mul(k) <= MAX_A
             && super::small_gemm::avx2_only();
-        #[cfg(target_arch = "x86_64")]
-        if takes {
-            return Some(PanelsAvx2 {
-                dims,
-                // SAFETY: as this function's contract says; `avx2_only` found AVX2.
-                a_tiles: unsafe { pack_a((m, k), a) },
-                b,
-            });
+        if !takes {
+            return None;
         }
-        let _ = (a, b);
-        None
+        let mut a_tiles = super::alloc::output(m.next_multiple_of(ROWS) * k);
+        let a_tiles_ptr = a_tiles.spare_capacity_mut().as_mut_ptr().cast();
+        Some(PanelsAvx2 {
+            dims,
+            a,
+            a_tiles,
+            a_tiles_ptr,
+            b,
+        })
     }
 
-    /// The copy of A, for the pool once the product has run.
+    /// The room A's copy took, for the pool once the product has run.
     pub(super) fn into_a_tiles(self) -> Storage {
         self.a_tiles
+    }
+
+    /// How many tiles of rows A's copy has.
+    pub(super) fn tiles(&self) -> usize {
+        self.dims.0.div_ceil(ROWS)
+    }
+
+    /// Copies tiles `tiles` of A (see [`pack_tile`]).
+    ///
+    /// # Safety
+    /// `a` with its strides must address an `m×k` matrix within its allocation; no other thread
+    /// may copy these tiles or run panels meanwhile.
+    pub(super) unsafe fn pack(&self, tiles: Range<usize>) {
+        #[cfg(target_arch = "x86_64")]
+        for t in tiles {
+            // SAFETY: `new` checked that the CPU has AVX2; the rest is the caller's promise.
+            unsafe { pack_tile(self, t) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = tiles;
+            unreachable!("`new` takes no product off x86-64")
+        }
     }
 
     /// How many panels C has (the last may be narrower).
@@ -95,6 +121,7 @@ impl PanelsAvx2 {
     /// Computes panels `panels` of C (all of their rows).
     ///
     /// # Safety
+    /// `pack` must have copied every tile of A, and its writes must be visible to this thread;
     /// `b` with its strides must address a `k×n` matrix within its allocation; `c` must be valid
     /// for writing `m×n` row-major values that do not alias it, and no other thread may write these
     /// panels meanwhile.
@@ -112,10 +139,10 @@ impl PanelsAvx2 {
     }
 }
 
-/// A copied tile by tile: tile `t` (rows `6t..6t + 6`, zeros past `m`) holds, for each `p` in
-/// order, its six values of column `p`. A tile then reads one stream, at offsets the
-/// instructions carry, where in place each of its six rows was a stream of its own (`[128, 256]
-/// x [256, 512]` at 61 GFLOP/s in place, 80 from the copy).
+/// Copies tile `t` of A (rows `6t..6t + 6`, zeros past `m`): for each `p` in order, its six
+/// values of column `p`. A tile then reads one stream, at offsets the instructions carry, where
+/// in place each of its six rows was a stream of its own (`[128, 256] x [256, 512]` at 61
+/// GFLOP/s in place, 80 from the copy).
 ///
 /// Whole tiles of the two layouts a step has are copied in vectors: A by columns (a gradient's
 /// `dYᵀ`) six values at a time, A by rows in 8 × 8 blocks transposed in registers. Element by
@@ -123,58 +150,53 @@ impl PanelsAvx2 {
 /// threads 5.7 % of the step while the other thread waited; so, 2.6 % (`perf`).
 ///
 /// # Safety
-/// `a` with its strides must address an `m×k` matrix within its allocation; the CPU has AVX2.
+/// As for [`PanelsAvx2::pack`]; the CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn pack_a((m, k): (usize, usize), a: Matrix) -> Storage {
+unsafe fn pack_tile(product: &PanelsAvx2, t: usize) {
     use std::arch::x86_64::*;
-    let len = m.next_multiple_of(ROWS) * k;
-    let mut packed = super::alloc::output(len);
-    let out = packed.spare_capacity_mut()[..len].as_mut_ptr().cast::<f32>();
-    for t in 0..m.div_ceil(ROWS) {
-        // SAFETY (every access below): rows 6t.. of A up to m, columns up to k; tile t of the
-        // copy, 6·k values from 6t·k.
-        let (src, tile) = (a.at(t * ROWS, 0), unsafe { out.add(t * ROWS * k) });
-        let rows = ROWS.min(m - t * ROWS);
-        let mut done = 0;
-        if rows == ROWS && a.strides.0 == 1 {
-            for p in 0..k {
-                unsafe { std::ptr::copy_nonoverlapping(src.at(0, p).ptr, tile.add(p * ROWS), ROWS) };
-            }
-            done = k;
-        } else if rows == ROWS && a.strides.1 == 1 {
-            for p in (0..k - k % 8).step_by(8) {
-                let zero = _mm256_setzero_ps();
-                let block = std::array::from_fn(|r| match r < ROWS {
-                    true => unsafe { _mm256_loadu_ps(src.at(r, p).ptr) },
-                    false => zero,
-                });
-                for (j, column) in super::small_gemm::transpose_8x8(block).into_iter().enumerate() {
-                    // The column's six values: four, then two.
-                    let dst = unsafe { tile.add((p + j) * ROWS) };
-                    unsafe {
-                        _mm_storeu_ps(dst, _mm256_castps256_ps128(column));
-                        let high = _mm256_extractf128_ps::<1>(column);
-                        _mm_store_sd(dst.add(4).cast(), _mm_castps_pd(high));
-                    }
+    let ((m, k, _), a) = (product.dims, product.a);
+    // SAFETY (every access below): rows 6t.. of A up to m, columns up to k; tile t of the copy,
+    // 6·k values from 6t·k, within the room `new` made for the copy.
+    let (src, tile) = (a.at(t * ROWS, 0), unsafe {
+        product.a_tiles_ptr.add(t * ROWS * k)
+    });
+    let rows = ROWS.min(m - t * ROWS);
+    let mut done = 0;
+    if rows == ROWS && a.strides.0 == 1 {
+        for p in 0..k {
+            unsafe { std::ptr::copy_nonoverlapping(src.at(0, p).ptr, tile.add(p * ROWS), ROWS) };
+        }
+        done = k;
+    } else if rows == ROWS && a.strides.1 == 1 {
+        for p in (0..k - k % 8).step_by(8) {
+            let zero = _mm256_setzero_ps();
+            let block = std::array::from_fn(|r| match r < ROWS {
+                true => unsafe { _mm256_loadu_ps(src.at(r, p).ptr) },
+                false => zero,
+            });
+            for (j, column) in super::small_gemm::transpose_8x8(block).into_iter().enumerate() {
+                // The column's six values: four, then two.
+                let dst = unsafe { tile.add((p + j) * ROWS) };
+                unsafe {
+                    _mm_storeu_ps(dst, _mm256_castps256_ps128(column));
+                    let high = _mm256_extractf128_ps::<1>(column);
+                    _mm_store_sd(dst.add(4).cast(), _mm_castps_pd(high));
                 }
             }
-            done = k - k % 8;
         }
-        for p in done..k {
-            for r in 0..ROWS {
-                let value = if r < rows {
-                    unsafe { *src.at(r, p).ptr }
-                } else {
-                    0.0
-                };
-                unsafe { tile.add(p * ROWS + r).write(value) };
-            }
+        done = k - k % 8;
+    }
+    for p in done..k {
+        for r in 0..ROWS {
+            let value = if r < rows {
+                unsafe { *src.at(r, p).ptr }
+            } else {
+                0.0
+            };
+            unsafe { tile.add(p * ROWS + r).write(value) };
         }
     }
-    // SAFETY: every one of the `len` values was written above.
-    unsafe { packed.set_len(len) };
-    packed
 }
 
 /// [`PanelsAvx2::run`]: depth block by depth block, so that block of A stays in L2 across the
@@ -188,8 +210,9 @@ unsafe fn run_avx2(product: &PanelsAvx2, c: *mut f32, panels: Range<usize>) {
     use super::small_gemm::{pack_panel, tile_avx2};
     let PanelsAvx2 {
         dims: (m, k, n),
-        ref a_tiles,
+        a_tiles_ptr,
         b,
+        ..
     } = *product;
     // Only each block's first `depth` rows are written, and only those are read.
     let mut storage = StackPanel::<{ DEPTH * WIDTH }>::new();
@@ -206,7 +229,7 @@ unsafe fn run_avx2(product: &PanelsAvx2, c: *mut f32, panels: Range<usize>) {
             unsafe { pack_panel::<false>((depth, cols, WIDTH), b.at(p0, j0), panel.ptr.cast_mut()) };
             for t in 0..m.div_ceil(ROWS) {
                 let a_tile = Matrix {
-                    ptr: a_tiles[(t * k + p0) * ROWS..].as_ptr(),
+                    ptr: a_tiles_ptr.wrapping_add((t * k + p0) * ROWS),
                     strides: (1, ROWS as isize),
                 };
                 let rows = ROWS.min(m - t * ROWS);
