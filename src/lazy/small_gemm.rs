@@ -120,9 +120,10 @@ impl Isa {
 
 /// Computes `C = A·B` (`m×k` times `k×n`) into `c` with row stride `n`, if the product is
 /// small (fewer than `max_macs` multiply-adds), C is more than 16 wide one way or the other
-/// (`n` or `m`), and that way a column tile's rows of B fit the panel (`k` up to 64 for a wide
-/// C, up to 128 for one at most 32 wide), and the CPU has AVX-512 (or AVX2 and FMA, and B's
-/// rows or A's columns are contiguous). Returns false, having written nothing, otherwise.
+/// (`n` or `m`; with AVX2, `m` only if `n` is at most 16), and that way a column tile's rows
+/// of B fit the panel (`k` up to 64 for a wide C, up to 128 for one at most 32 wide), and the
+/// CPU has AVX-512 (or AVX2 and FMA, and B's rows or A's columns are contiguous). Returns
+/// false, having written nothing, otherwise.
 ///
 /// # Safety
 /// `a` and `b` with their strides must address `m×k` and `k×n` matrices within their
@@ -156,8 +157,12 @@ unsafe fn run_with(isa: Isa, (m, k, n): (usize, usize, usize), a: Matrix, b: Mat
             (c_strides.1, c_strides.0),
         )
     };
-    // Reading B's rows in place beats copying them.
-    let (dims, a, b, c_strides) = match (fits(k, n), fits(k, m)) {
+    // Reading B's rows in place beats copying them. With AVX2, only a narrow C runs as its
+    // transpose: a wide one lost to sgemm where its width `m` is not a whole number of tiles
+    // (`[24, 128] x [128, 300]` 1.80 times sgemm's time, `[34, 74] x [74, 1307]` 1.30) and
+    // won nothing where it is (`[32, 100] x [100, 500]` 0.99, `[40, 96] x [96, 1000]` 0.97).
+    let transposes = isa == Isa::Avx512 || n < MIN_COLS;
+    let (dims, a, b, c_strides) = match (fits(k, n), fits(k, m) && transposes) {
         (true, _) if b.strides.1 == 1 => ((m, k, n), a, b, c_strides),
         // The transposed product stores C a value at a time, columns apart: where C is as wide
         // as a whole tile, or the product is shallow (so those stores are most of its work),
@@ -856,11 +861,13 @@ pub(super) mod tests {
                             let got = direct(isa, (m, k, n), a, b);
                             // Taken when C is wide enough and the panel shallow enough one way
                             // (a width over 16, and that width as a multiple of 16 up to 64,
-                            // times k, within 4096), in every layout.
+                            // times k, within 4096), in every layout; with AVX2, by `m` only
+                            // when C is at most 16 wide.
                             let fit = |w: usize| w > 16 && k * w.min(64).next_multiple_of(16) <= 4096;
+                            let by_m = isa == Isa::Avx512 || n <= 16;
                             assert_eq!(
                                 got.is_some(),
-                                fit(n) || fit(m),
+                                fit(n) || fit(m) && by_m,
                                 "{isa:?} ({m}, {k}, {n}) {layout}"
                             );
                             if let Some(got) = got {
