@@ -1,7 +1,8 @@
 //! Large random graphs whose nodes are read by several kernels (seeded random cases): realized
 //! together, where the scheduler recomputes shared nodes of 2^18 values or more in each kernel
-//! that reads them and runs repeated instructions once, they equal the same graphs with every
-//! node realized alone, in order, each from stored inputs, bit for bit.
+//! that reads them (costly ops such as exponentials only on CPUs with AVX-512) and runs repeated
+//! instructions once, they equal the same graphs with every node realized alone, in order, each
+//! from stored inputs, bit for bit.
 //!
 //! Each case starts from two realized [512, 512] leaves and applies 3 to 12 random steps to
 //! earlier values: functions defined everywhere, binary ops between two of them or between two

@@ -289,12 +289,20 @@ const RECOMPUTED: usize = usize::MAX;
 /// True if an elementwise node computing `op` over `values` values, read by several kernels,
 /// costs less computed again in each than written out once and read back by each: when the
 /// buffer would not stay in L2, so writing it and reading it back are passes through memory,
-/// and `op` is cheaper per value than those passes (here about 36 cycles per 16 values, one
-/// thread). Softmax's forward and backward over [1024, 1024] wrote seven kernels' results, two
-/// of them the same `exp(x - max)`; with its nodes recomputed it is four kernels, 0.59 of its
-/// time (0.61–0.69 at [512, 1024] and [2048, 1024]). The forward alone, exponentials once
-/// stored and read twice against computed twice, is a tie (0.85–1.17 over 15 pairs), with one
-/// buffer fewer.
+/// and `op` is cheaper per value than those passes (on the Ice Lake-SP machine measured, with
+/// AVX-512, about 36 cycles per 16 values, one thread). Softmax's forward and backward over
+/// [1024, 1024] wrote seven kernels' results, two of them the same `exp(x - max)`; with its
+/// nodes recomputed it is four kernels, 0.59 of its time there (0.61–0.69 at [512, 1024] and
+/// [2048, 1024]). The forward alone, exponentials once stored and read twice against computed
+/// twice, is a tie (0.85–1.17 over 15 pairs), with one buffer fewer.
+///
+/// Without AVX-512 only ops that [`Op::is_costly`] does not name are recomputed. On the AMD
+/// EPYC (Zen 3, AVX2) measured, whose 32 MiB L3 keeps such a buffer, storing the exponentials
+/// took 0.78 of softmax's forward time over [1024, 1024] and 0.75 of its forward and backward,
+/// one thread (median of 7 alternating pairs); LayerNorm's `x - mean` is still better recomputed
+/// there (stored, its forward took 1.14 of the time). What decides is how fast the caches are
+/// against the vector math, which differ by machine, not the instruction set as such; it is
+/// keyed to the instruction set as what told the two measured machines apart.
 fn recompute_pays(op: &Op, values: usize) -> bool {
     let cheap_enough = match op {
         Op::Unary(u, _) => !matches!(u, UnaryOp::Sin | UnaryOp::Cos | UnaryOp::Erf | UnaryOp::Gelu),
@@ -302,7 +310,8 @@ fn recompute_pays(op: &Op, values: usize) -> bool {
         Op::Where(..) => true,
         _ => false,
     };
-    cheap_enough && values >= RECOMPUTE_MIN_VALUES
+    let costly_pays = super::small_gemm::avx512();
+    cheap_enough && (costly_pays || !op.is_costly()) && values >= RECOMPUTE_MIN_VALUES
 }
 
 /// The smallest node [`recompute_pays`] recomputes: 1 MiB of values, most of this CPU's 1.25 MiB

@@ -47,9 +47,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     {
         let axes = Ax::indices();
         let m = reduce_back(&self.var.detach(), ReduceOp::Max, &axes);
-        // One node: from 2^18 values the scheduler computes it in both kernels that read it,
-        // below that it is stored once (two nodes, each exponential computed twice, cost 10–20 %
-        // there).
+        // One node: from 2^18 values the scheduler computes it in both kernels that read it
+        // where that pays (with AVX-512), else it is stored once (two nodes, each exponential
+        // computed twice, cost 10–20 % below 2^18).
         let e = self.var.binary(BinaryOp::Sub, &m).unary(UnaryOp::Exp);
         let total = reduce_back(&e, ReduceOp::Sum, &axes);
         Tensor::from_var(self.shape, e.binary(BinaryOp::Div, &total))
