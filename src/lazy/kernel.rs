@@ -1544,12 +1544,14 @@ fn smaller(a: f32, x: f32) -> f32 {
     if x < a { x } else { a }
 }
 
-/// Folds a chunk of 16 values into 16 lanes by `pick`, noting NaNs lane by lane.
+/// Folds a chunk of 16 values into 16 lanes by `pick`, noting NaNs lane by lane as all-ones
+/// masks, which a vector compare gives as is (as `bool`s, with AVX2, each compare's mask was
+/// packed down to bytes: four shuffles per vector).
 #[inline(always)]
-fn fold_lanes(lanes: &mut [f32; 16], nan: &mut [bool; 16], chunk: &[f32], pick: impl Fn(f32, f32) -> f32) {
+fn fold_lanes(lanes: &mut [f32; 16], nan: &mut [u32; 16], chunk: &[f32], pick: impl Fn(f32, f32) -> f32) {
     for ((lane, nan), &x) in lanes.iter_mut().zip(nan).zip(chunk) {
         *lane = pick(*lane, x);
-        *nan |= x.is_nan();
+        *nan |= 0u32.wrapping_sub(u32::from(x.is_nan()));
     }
 }
 
@@ -1557,7 +1559,7 @@ fn fold_lanes(lanes: &mut [f32; 16], nan: &mut [bool; 16], chunk: &[f32], pick: 
 #[inline(always)]
 fn one_lane_set(values: &[f32], pick: impl Fn(f32, f32) -> f32 + Copy) -> (f32, bool) {
     let mut lanes = [values[0]; 16];
-    let mut nan = [false; 16];
+    let mut nan = [0u32; 16];
     let chunks = values.chunks_exact(16);
     let tail = chunks.remainder();
     for chunk in chunks {
@@ -1568,7 +1570,10 @@ fn one_lane_set(values: &[f32], pick: impl Fn(f32, f32) -> f32 + Copy) -> (f32, 
         .fold(lanes.iter().fold(lanes[0], |a, &x| pick(a, x)), |a, &x| {
             pick(a, x)
         });
-    (extremum, nan.contains(&true) || tail.iter().any(|x| x.is_nan()))
+    (
+        extremum,
+        nan.contains(&u32::MAX) || tail.iter().any(|x| x.is_nan()),
+    )
 }
 
 /// Runs at least this long take [`long_run_extremum`].
@@ -1595,7 +1600,7 @@ simd_dispatch! {
 #[inline(always)]
 fn four_lane_sets(values: &[f32], pick: impl Fn(f32, f32) -> f32 + Copy) -> (f32, bool) {
     let mut sets = [[values[0]; 16]; 4];
-    let mut nan = [false; 16];
+    let mut nan = [0u32; 16];
     let quads = values.chunks_exact(64);
     let chunks = quads.remainder().chunks_exact(16);
     let tail = chunks.remainder();
@@ -1620,7 +1625,10 @@ fn four_lane_sets(values: &[f32], pick: impl Fn(f32, f32) -> f32 + Copy) -> (f32
         }
     }
     let extremum = tail.iter().fold(lanes[0], |a, &x| pick(a, x));
-    (extremum, nan.contains(&true) || tail.iter().any(|x| x.is_nan()))
+    (
+        extremum,
+        nan.contains(&u32::MAX) || tail.iter().any(|x| x.is_nan()),
+    )
 }
 
 /// Folds runs shorter than [`MIN_LANES_FOLD`] into their maxima or minima sixteen at a time,
