@@ -146,8 +146,9 @@ impl PanelsAvx2 {
 ///
 /// Whole tiles of the two layouts a step has are copied in vectors: A by columns (a gradient's
 /// `dYᵀ`) six values at a time, A by rows in 8 × 8 blocks transposed in registers. Element by
-/// element, the copy took 3.4 % of the 784→512→256→10 training step on one thread, and on two
-/// threads 5.7 % of the step while the other thread waited; so, 2.6 % (`perf`).
+/// element, the copy took 3.4 % of the 784→512→256→10 training step's samples on one thread,
+/// and on two 5.7 %, all on one thread while the other waited; so, 2.6 %, and with the tiles
+/// shared between the threads (see `run_panels_avx2`) 1.4 % and 1.1 % (`perf`).
 ///
 /// # Safety
 /// As for [`PanelsAvx2::pack`]; the CPU has AVX2.
