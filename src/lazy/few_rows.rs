@@ -19,7 +19,7 @@ use super::small_gemm::Matrix;
 
 /// The most rows of A a pass takes: four rows of eight sums, beside the eight vectors of a
 /// transposed block, fill twelve of the sixteen registers.
-const ROWS: usize = 4;
+pub(super) const ROWS: usize = 4;
 /// sgemm's depth block (see `panel_gemm`).
 #[cfg_attr(
     not(target_arch = "x86_64"),

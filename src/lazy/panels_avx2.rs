@@ -38,7 +38,7 @@ const ROWS: usize = 6;
 const MAX_A: usize = 1 << 17;
 /// The fewest rows of C taken: with fewer, the copies and the tiles' fixed work are not repaid
 /// (`[16, 283] x [283, 25]` took 1.8 times sgemm's time, `[14, 647] x [647, 16]` 1.2).
-const MIN_ROWS: usize = 24;
+pub(super) const MIN_ROWS: usize = 24;
 
 /// `C = A·B` (`m×k` times `k×n`, C row-major with row stride `n`), for sharing between threads:
 /// first A's copy by tiles of rows ([`PanelsAvx2::pack`]), then C by panels of columns

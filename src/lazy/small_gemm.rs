@@ -47,6 +47,20 @@ const MIN_COLS: usize = LANES + 1;
 /// product's whole tiles won (fastest of seven runs): `[128, 32] x [32, 17]` 2.4 against 3.3
 /// µs, `[128, 64] x [64, 40]` 7.0 against 9.5, `[32, 128] x [128, 20]` 2.6 against 4.2.
 const SHALLOW: usize = 16;
+/// The deepest product the AVX2 tile takes for a C of few rows (see [`fits_deep_avx2`]): 256
+/// rows of a 16-column tile fill the panel, and sgemm's AVX2 kernel sums 256 products in one
+/// chain too, so the bits stay sgemm's. A classifier's products ran on sgemm, whose 8-row tiles
+/// compute 16 rows for 10: one thread, fastest of 7, over four runs (AMD EPYC, Zen 3), `[10,
+/// 128] x [128, 256]` (a weight gradient, A by columns) 7.8–10.8 µs against sgemm's 17.9–20.9,
+/// `[128, 256] x [256, 10]ᵀ` (as its transpose) 11.3–14.8 against 20.5–27.6, `[10, 256] x
+/// [256, 512]` 35–47 against 102–103, `[16, 256] x [256, 64]ᵀ` 7.4–7.5 against 10.9–11.5,
+/// `[23, 100] x [100, 300]` 17.4–17.6 against 20.5–20.9, a sample `[1, 200] x [200, 100]` 3.7
+/// against 6.2–7.4.
+const DEEP_AVX2: usize = 256;
+/// The rows below which [`fits_deep_avx2`] takes a product: from there, C is left to the packed
+/// AVX2 panels, which copy A by tiles where this tile reads it in place (`[128, 256] x [256,
+/// 512]` at 61 GFLOP/s in place, 80 from the copy), or to sgemm.
+const DEEP_AVX2_ROWS: usize = super::panels_avx2::MIN_ROWS;
 
 /// A matrix operand: its first element and its (row, column) strides in elements.
 #[derive(Clone, Copy)]
@@ -121,9 +135,9 @@ impl Isa {
 /// Computes `C = A·B` (`m×k` times `k×n`) into `c` with row stride `n`, if the product is
 /// small (fewer than `max_macs` multiply-adds), C is more than 16 wide one way or the other
 /// (`n` or `m`; with AVX2, `m` only if `n` is at most 16), and that way a column tile's rows
-/// of B fit the panel (`k` up to 64 for a wide C, up to 128 for one at most 32 wide), and the
-/// CPU has AVX-512 (or AVX2 and FMA, and B's rows or A's columns are contiguous). Returns
-/// false, having written nothing, otherwise.
+/// of B fit the panel (`k` up to 64 for a wide C, up to 128 for one at most 32 wide; with AVX2,
+/// up to 256 for a C of fewer than 24 rows the other way), and the CPU has AVX-512 (or AVX2 and
+/// FMA). Returns false, having written nothing, otherwise.
 ///
 /// # Safety
 /// `a` and `b` with their strides must address `m×k` and `k×n` matrices within their
@@ -162,7 +176,15 @@ unsafe fn run_with(isa: Isa, (m, k, n): (usize, usize, usize), a: Matrix, b: Mat
     // (`[24, 128] x [128, 300]` 1.80 times sgemm's time, `[34, 74] x [74, 1307]` 1.30) and
     // won nothing where it is (`[32, 100] x [100, 500]` 0.99, `[40, 96] x [96, 1000]` 0.97).
     let transposes = isa == Isa::Avx512 || n < MIN_COLS;
-    let (dims, a, b, c_strides) = match (fits(k, n), fits(k, m) && transposes) {
+    // A C of a few rows by B's columns is left to `few_rows` past `fits`: at these depths it ran
+    // faster there (`[4, 256] x [256, 40]ᵀ` 2.7 µs against 4.0 on this tile).
+    let few_rows = m <= super::few_rows::ROWS && b.strides.0 == 1;
+    let deep = |width, rows| isa == Isa::Avx2 && fits_deep_avx2(k, width, rows);
+    let takes = (
+        fits(k, n) || deep(n, m) && !few_rows,
+        (fits(k, m) || deep(m, n)) && transposes,
+    );
+    let (dims, a, b, c_strides) = match takes {
         (true, _) if b.strides.1 == 1 => ((m, k, n), a, b, c_strides),
         // The transposed product stores C a value at a time, columns apart: where C is as wide
         // as a whole tile, or the product is shallow (so those stores are most of its work),
@@ -187,6 +209,13 @@ unsafe fn run_with(isa: Isa, (m, k, n): (usize, usize, usize), a: Matrix, b: Mat
 /// their accumulators busy, and shallow enough for a column tile's rows of B to fit the panel.
 fn fits(k: usize, width: usize) -> bool {
     width >= MIN_COLS && k.saturating_mul(width.min(COLS).next_multiple_of(LANES)) <= PANEL
+}
+
+/// With AVX2, whose column tiles are 16 wide, whether a C of `rows` rows and `width` columns is
+/// taken at a depth `k` past [`fits`]: up to [`DEEP_AVX2`], where a column tile's rows of B
+/// still fill at most the panel, for a C of fewer than [`DEEP_AVX2_ROWS`] rows.
+fn fits_deep_avx2(k: usize, width: usize, rows: usize) -> bool {
+    width >= MIN_COLS && rows < DEEP_AVX2_ROWS && k <= DEEP_AVX2
 }
 
 /// `C = A·B` by tiles of `ROWS × COLS`.
@@ -241,7 +270,7 @@ unsafe fn gemm_avx512(
 /// two 8-lane registers, so 6 rows keep 12 accumulators (of 16 registers) in flight.
 ///
 /// # Safety
-/// As for [`try_run`]; `fits(k, n)`, and the CPU has AVX2 and FMA.
+/// As for [`try_run`]; `fits(k, n)` or `fits_deep_avx2(k, n, m)`, and the CPU has AVX2 and FMA.
 #[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx2,fma"))]
 unsafe fn gemm_avx2(
     (m, k, n): (usize, usize, usize),
@@ -250,7 +279,7 @@ unsafe fn gemm_avx2(
     c: *mut f32,
     c_strides: (isize, isize),
 ) {
-    debug_assert!(fits(k, n));
+    debug_assert!(fits(k, n) || fits_deep_avx2(k, n, m));
     for j0 in (0..n).step_by(LANES) {
         let cols = LANES.min(n - j0);
         let (b_cols, c_cols) = (b.at(0, j0), c.wrapping_offset(j0 as isize * c_strides.1));
@@ -859,16 +888,16 @@ pub(super) mod tests {
 
     /// The path's claim: on every shape and layout it takes, each element is sgemm's, bit for
     /// bit (the same fused multiply-adds in the same order; sgemm's AVX-512 and AVX2 kernels
-    /// both sum that way). Shapes straddle the tile edges (4 or 6 rows, 64 or 16 columns) and
-    /// the depth bound; values include zeros of both signs, infinities and NaN, whose
-    /// propagation must match too.
+    /// both sum that way). Shapes straddle the tile edges (4 or 6 rows, 64 or 16 columns), the
+    /// depth bounds and AVX2's row bound for deeper products; values include zeros of both
+    /// signs, infinities and NaN, whose propagation must match too.
     #[test]
     fn matches_sgemm_bit_for_bit() {
         let mut rng = StdRng::seed_from_u64(11);
         let special = [0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e-40, 3e38];
         for isa in isas() {
-            for m in [1, 2, 3, 4, 5, 7, 10, 15, 33] {
-                for k in [1, 2, 17, 64, 65, 128] {
+            for m in [1, 2, 3, 4, 5, 7, 10, 15, 23, 24, 33] {
+                for k in [1, 2, 17, 64, 65, 128, 200, 256, 257] {
                     for n in [1, 15, 16, 17, 32, 33, 63, 64, 65, 130] {
                         for layout in 0..4 {
                             let (a_rows, b_rows) = (layout & 1 == 0, layout & 2 == 0);
@@ -890,11 +919,16 @@ pub(super) mod tests {
                             // (a width over 16, and that width as a multiple of 16 up to 64,
                             // times k, within 4096), in every layout; with AVX2, by `m` only
                             // when C is at most 16 wide.
-                            let fit = |w: usize| w > 16 && k * w.min(64).next_multiple_of(16) <= 4096;
-                            let by_m = isa == Isa::Avx512 || n <= 16;
+                            // With AVX2 also up to a depth of 256 when the other way has fewer
+                            // than 24 rows, but for a C of up to 4 rows by B's columns.
+                            let fit = |w: usize, rows: usize, deep: bool| {
+                                w > 16 && k * w.min(64).next_multiple_of(16) <= 4096
+                                    || deep && isa == Isa::Avx2 && w > 16 && rows < 24 && k <= 256
+                            };
+                            let (by_m, few_rows) = (isa == Isa::Avx512 || n <= 16, m <= 4 && !b_rows);
                             assert_eq!(
                                 got.is_some(),
-                                fit(n) || fit(m) && by_m,
+                                fit(n, m, !few_rows) || fit(m, n, true) && by_m,
                                 "{isa:?} ({m}, {k}, {n}) {layout}"
                             );
                             if let Some(got) = got {
@@ -963,8 +997,20 @@ pub(super) mod tests {
                 "k = 65 is too deep for a C 64 or more wide both ways"
             );
             assert!(!declined((16, 128, 32)), "k = 128 fits a C 32 wide");
-            assert!(declined((16, 129, 32)), "k = 129 does not");
             assert!(declined((16, 64, 16)), "C is 16 × 16");
+            if isa == Isa::Avx512 {
+                assert!(declined((16, 129, 32)), "k = 129 does not");
+            } else {
+                assert!(!declined((16, 256, 32)), "AVX2: k = 256 fits a C of 16 rows");
+                assert!(declined((16, 257, 32)), "AVX2: k = 257 does not");
+                assert!(declined((24, 129, 32)), "AVX2: nor does k = 129 a C of 24 rows");
+                let by_columns = |rows: usize| matrix(&ones, (1, rows as isize));
+                let few_rows = direct(isa, (4, 200, 32), row_major(200), by_columns(200));
+                assert!(
+                    few_rows.is_none(),
+                    "AVX2: 4 rows by B's columns are left to few_rows"
+                );
+            }
         }
         let mut c = [0.0f32; 32 * 32];
         // SAFETY: 32×64 and 64×32 lie within `ones`; c is 32×32.
