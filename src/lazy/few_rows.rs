@@ -20,12 +20,6 @@ use super::small_gemm::Matrix;
 /// The most rows of A a pass takes: four rows of eight sums, beside the eight vectors of a
 /// transposed block, fill twelve of the sixteen registers.
 pub(super) const ROWS: usize = 4;
-/// sgemm's depth block (see `panel_gemm`).
-#[cfg_attr(
-    not(target_arch = "x86_64"),
-    allow(dead_code, reason = "the path is x86-64's")
-)]
-const DEPTH: usize = 256;
 /// Lanes of one AVX2 vector of f32.
 const LANES: usize = 8;
 
@@ -99,8 +93,8 @@ unsafe fn by_columns_avx2(product: &FewRows, c: *mut f32, strips: Range<usize>) 
     } = *product;
     for j0 in strips.map(|s| s * LANES) {
         let cols = LANES.min(n - j0);
-        for p0 in (0..k).step_by(DEPTH) {
-            let depth = DEPTH.min(k - p0);
+        for p0 in (0..k).step_by(super::panel_gemm::DEPTH) {
+            let depth = super::panel_gemm::DEPTH.min(k - p0);
             let (a_block, b_block) = (a.at(0, p0), b.at(p0, j0));
             // SAFETY: rows ..m of A from column p0, and `depth` rows of `cols` columns of B from
             // (p0, j0): within them (the caller's promise).

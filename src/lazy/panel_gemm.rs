@@ -32,7 +32,8 @@ use super::storage::Storage;
 /// sgemm's depth block (matrixmultiply's default `KC` for f32): blocks cut elsewhere would round
 /// differently. A build that sets `MATMUL_SGEMM_KC` changes sgemm's; results then stay within
 /// rounding of each other but are no longer the same bits (the unit test below would say so).
-const DEPTH: usize = 256;
+/// Every path that must give sgemm's bits cuts `k` at these blocks.
+pub(super) const DEPTH: usize = 256;
 /// Columns of C per panel: three vectors.
 const WIDTH: usize = 3 * LANES;
 /// C at least this wide runs on the panels (narrower, most of a tile's lanes would be idle); a

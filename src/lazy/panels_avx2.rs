@@ -21,11 +21,10 @@
 use std::ops::Range;
 
 use super::aligned::StackPanel;
+use super::panel_gemm::DEPTH;
 use super::small_gemm::Matrix;
 use super::storage::Storage;
 
-/// sgemm's depth block (see `panel_gemm`).
-const DEPTH: usize = 256;
 /// Columns of C per panel: two AVX2 vectors.
 const WIDTH: usize = 16;
 /// Rows of C per tile: 6 × 2 vectors are twelve accumulators, beside B's two vectors and A's

@@ -58,7 +58,7 @@ const SHALLOW: usize = 16;
 /// `[23, 100] x [100, 300]` 17.4–17.6 against 20.5–20.9, a sample `[1, 200] x [200, 100]` 3.7
 /// against 6.2–7.4; a tall C of a few columns as its transpose, `[1000, 256] x [256, 10]ᵀ` 93
 /// against 201, `[500, 200] x [200, 12]` 41 against 98.
-const DEEP_AVX2: usize = 256;
+const DEEP_AVX2: usize = super::panel_gemm::DEPTH;
 /// The rows below which [`fits_deep_avx2`] takes a product: from there, C is left to the packed
 /// AVX2 panels, which copy A by tiles where this tile reads it in place (`[128, 256] x [256,
 /// 512]` at 61 GFLOP/s in place, 80 from the copy), or to sgemm.
