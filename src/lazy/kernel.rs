@@ -1544,6 +1544,12 @@ fn smaller(a: f32, x: f32) -> f32 {
     if x < a { x } else { a }
 }
 
+/// Whether [`fold_lanes`] noted a NaN in any lane, or `tail` (the values past the lanes) holds one.
+#[inline(always)]
+fn any_nan(masks: &[u32; 16], tail: &[f32]) -> bool {
+    masks.contains(&u32::MAX) || tail.iter().any(|x| x.is_nan())
+}
+
 /// Folds a chunk of 16 values into 16 lanes by `pick`, noting NaNs lane by lane as all-ones
 /// masks, which a vector compare gives as is (as `bool`s, with AVX2, each compare's mask was
 /// packed down to bytes: four shuffles per vector).
@@ -1570,10 +1576,7 @@ fn one_lane_set(values: &[f32], pick: impl Fn(f32, f32) -> f32 + Copy) -> (f32, 
         .fold(lanes.iter().fold(lanes[0], |a, &x| pick(a, x)), |a, &x| {
             pick(a, x)
         });
-    (
-        extremum,
-        nan.contains(&u32::MAX) || tail.iter().any(|x| x.is_nan()),
-    )
+    (extremum, any_nan(&nan, tail))
 }
 
 /// Runs at least this long take [`long_run_extremum`].
@@ -1625,10 +1628,7 @@ fn four_lane_sets(values: &[f32], pick: impl Fn(f32, f32) -> f32 + Copy) -> (f32
         }
     }
     let extremum = tail.iter().fold(lanes[0], |a, &x| pick(a, x));
-    (
-        extremum,
-        nan.contains(&u32::MAX) || tail.iter().any(|x| x.is_nan()),
-    )
+    (extremum, any_nan(&nan, tail))
 }
 
 /// Folds runs shorter than [`MIN_LANES_FOLD`] into their maxima or minima sixteen at a time,
