@@ -635,6 +635,37 @@ fn reductions_spanning_many_blocks() {
 }
 
 #[test]
+fn a_stored_tensor_reduces_as_the_same_values_computed_in_the_kernel() {
+    // A reduction of a stored tensor reads it in place, without the kernel's block buffers; it
+    // must still add the same f32 partial sums, one per block, as when the kernel computes the
+    // values first (`x · 1`, exact). Sums of values of mixed magnitudes tell any other grouping
+    // apart: shapes for each plan, one long run and many (split into pieces), runs that fit a
+    // block, and a kernel too small to split.
+    let mut rng = rng(12);
+    for shape in [
+        &[40_000usize][..],
+        &[3, 20_001],
+        &[40, 1000],
+        &[7, 3001],
+        &[5, 70],
+    ] {
+        let values = (0..shape.iter().product::<usize>())
+            .map(|_| rng.random_range(-1.0f32..1.0) * 10f32.powi(rng.random_range(-4..5)))
+            .collect();
+        let x = LazyBuffer::from_vec(values, shape).unwrap();
+        let computed = x.mul(&LazyBuffer::full(&[], 1.0).expand(shape));
+        let last = shape.len() - 1;
+        for op in REDUCE {
+            for axes in [vec![last], (0..shape.len()).collect()] {
+                let (stored, fused) = (x.reduce(op, &axes).to_vec(), computed.reduce(op, &axes).to_vec());
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&stored), bits(&fused), "{op:?} over {axes:?} of {shape:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn column_reductions_wider_than_a_tile_keep_their_order() {
     // Kept rows whose accumulators outgrow L1 are folded a tile of columns at a time (they then
     // stay in L1), each output still over its reduced rows in order. Rows of 1e30, -1e30
