@@ -2,7 +2,7 @@
 //! bit-identical to the same trainings run one after the other; the same seed gives the same run;
 //! and tensors shared between threads (a pending graph realized by several threads at once, a
 //! parameter whose gradient several threads accumulate into) give the values a single thread
-//! gives.
+//! gives; and kernels that the pool's threads share give the same bits on any thread count.
 
 use std::sync::{Arc, Barrier};
 use std::thread;
@@ -235,4 +235,117 @@ fn a_detached_model_serves_threads_while_the_original_trains() {
         expected,
         "the original did train"
     );
+}
+
+/// Set in a child run of this binary to the thread count it was started with (see
+/// [`kernels_give_the_same_bits_on_any_thread_count`]).
+const THREADS_CHILD: &str = "TEENYGRAD_THREADS_CHILD";
+
+/// Kernels whose work is split among the pool's threads when they have more than one (pieces of
+/// reductions, rows of outputs, products), each as `(name, bits of the result)`: large
+/// reductions by every plan of stored and of computed values, an elementwise kernel and a
+/// product. Values of mixed magnitudes, so any other grouping of a sum's additions shows.
+fn split_kernels() -> Vec<(String, Vec<u32>)> {
+    use rand::Rng;
+    use teenygrad::lazy::{ReduceOp, UnaryOp};
+    let mut rng = StdRng::seed_from_u64(21);
+    let mut tensor = |shape: &[usize]| {
+        let n = shape.iter().product();
+        let values = (0..n).map(|_| rng.random_range(-1.0f32..1.0) * 10f32.powi(rng.random_range(-4..5)));
+        LazyBuffer::from_vec(values.collect(), shape).unwrap()
+    };
+    let bits = |x: &LazyBuffer| x.to_vec().into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    let mut results = Vec::new();
+    for shape in [
+        &[1usize << 20][..],
+        &[128, 8192],
+        &[1024, 1024],
+        &[4096, 256],
+        &[3, 100_003],
+    ] {
+        let stored = tensor(shape);
+        let computed = stored.unary(UnaryOp::Tanh).mul(&stored);
+        let last = shape.len() - 1;
+        for (what, x) in [("stored", &stored), ("computed", &computed)] {
+            let mut axis_sets = vec![vec![last], vec![0], (0..shape.len()).collect()];
+            axis_sets.dedup();
+            for axes in axis_sets {
+                for op in [ReduceOp::Sum, ReduceOp::Max] {
+                    let name = format!("{op:?} over {axes:?} of {what} {shape:?}");
+                    results.push((name, bits(&x.reduce(op, &axes))));
+                }
+            }
+        }
+        results.push((format!("tanh(x)·x of {shape:?}"), bits(&computed)));
+    }
+    let (a, b) = (tensor(&[300, 400]), tensor(&[400, 500]));
+    results.push(("[300, 400] x [400, 500]".into(), bits(&a.matmul(&b))));
+    results
+}
+
+/// The child run's side: prints each kernel's name and a hash of its bits.
+#[test]
+fn split_kernels_child() {
+    if std::env::var(THREADS_CHILD).is_err() {
+        return;
+    }
+    for (name, bits) in split_kernels() {
+        println!("kernel\t{name}\t{:016x}", fnv1a(&bits));
+    }
+}
+
+/// FNV-1a over the values' bits: equal lists, equal hashes; one changed bit changes it.
+fn fnv1a(bits: &[u32]) -> u64 {
+    bits.iter()
+        .flat_map(|b| b.to_le_bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |h, byte| {
+            (h ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
+/// The design's promise that a result does not depend on how many threads computed it: this
+/// process (the machine's threads, or `TEENYGRAD_THREADS`) against child runs of this binary on
+/// one thread (where reductions run their pieces one after the other) and on three.
+#[test]
+fn kernels_give_the_same_bits_on_any_thread_count() {
+    let here: Vec<(String, u64)> = (split_kernels().into_iter())
+        .map(|(name, bits)| (name, fnv1a(&bits)))
+        .collect();
+    for threads in ["1", "3"] {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "split_kernels_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(THREADS_CHILD, threads)
+            .env("TEENYGRAD_THREADS", threads)
+            .output()
+            .expect("run the test binary again");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "the child with TEENYGRAD_THREADS={threads} failed:\n{stdout}"
+        );
+        let there: Vec<(String, u64)> = (stdout.lines())
+            .filter_map(|line| {
+                // The harness's own output can precede the first on its line.
+                let mut fields = line.split_once("kernel\t")?.1.split('\t');
+                let (name, hash) = (fields.next()?, fields.next()?);
+                Some((name.to_string(), u64::from_str_radix(hash, 16).ok()?))
+            })
+            .collect();
+        assert_eq!(
+            there.len(),
+            here.len(),
+            "the child with TEENYGRAD_THREADS={threads} printed:\n{stdout}"
+        );
+        for ((name, mine), (_, theirs)) in here.iter().zip(&there) {
+            assert_eq!(
+                mine, theirs,
+                "{name}: different bits with TEENYGRAD_THREADS={threads}"
+            );
+        }
+    }
 }
