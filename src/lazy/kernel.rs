@@ -682,9 +682,11 @@ impl Plan<'_> {
     /// run, so the result is the same on any number of threads.
     fn reduce_whole_runs(&self, op: ReduceOp, run_len: usize, out: &mut [f32]) {
         let step = BLOCK - BLOCK % run_len;
+        let input = self.input_in_order();
         let fold = |first: usize, outs: &mut [f32]| {
             let (begin, end) = (first * run_len, (first + outs.len()) * run_len);
-            if let Some(input) = self.input_in_order() {
+            // A stored input's runs are folded where they lie, whole as from blocks.
+            if let Some(input) = input {
                 return fold_whole_runs(op, &input[begin..end], run_len, outs);
             }
             let mut blocks = self.blocks(end);
@@ -726,6 +728,7 @@ impl Plan<'_> {
                 .map(|o| (o, o * run_len..(o + group).min(out.len()) * run_len))
                 .collect()
         };
+        let input = self.input_in_order();
         // A piece's partial results into `part`: its outputs' maxima or minima, and for a sum
         // their f64 sums.
         let partial = |(first, range): &(usize, Range<usize>), part: &mut (Vec<f32>, Vec<f64>)| {
@@ -735,7 +738,7 @@ impl Plan<'_> {
             part_out.resize(outputs, op.identity());
             part_sums.clear();
             part_sums.resize(if op == ReduceOp::Sum { outputs } else { 0 }, 0.0);
-            if let Some(input) = self.input_in_order() {
+            if let Some(input) = input {
                 let relative = range.start - first * run_len;
                 return accumulate(op, &input[range.clone()], relative, run_len, part_out, part_sums);
             }
