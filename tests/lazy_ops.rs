@@ -640,12 +640,14 @@ fn a_stored_tensor_reduces_as_the_same_values_computed_in_the_kernel() {
     // must still add the same f32 partial sums, one per block, as when the kernel computes the
     // values first (`x · 1`, exact). Sums of values of mixed magnitudes tell any other grouping
     // apart: shapes for each plan, one long run and many (split into pieces), runs that fit a
-    // block, and a kernel too small to split.
+    // block (and runs of 7, whose maxima are folded sixteen runs at a time), and a kernel too
+    // small to split.
     let mut rng = rng(12);
     for shape in [
         &[40_000usize][..],
         &[3, 20_001],
         &[40, 1000],
+        &[5000, 7],
         &[7, 3001],
         &[5, 70],
     ] {
