@@ -1,13 +1,15 @@
-//! A panicking method (run-time dims that disagree, an invalid optimizer setting, a second
-//! backward through a graph, an optimizer stepping another model) reports the caller's line, not
-//! a line inside the library: that line is where the bug is. One test, since the panic hook it
-//! sets is global to the process.
+//! A panicking method (run-time dims that disagree, an invalid optimizer or clipping setting, a
+//! second backward through a graph, an optimizer stepping another model, a batch size of 0, a
+//! sample or digit out of range) reports the caller's line, not a line inside the library: that
+//! line is where the bug is. One test, since the panic hook it sets is global to the process.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
 
 use rand::SeedableRng;
+use teenygrad::data::{Batcher, Dataset, Remainder, render_digit};
 use teenygrad::nn::Linear;
+use teenygrad::optim::clip_grad_norm as clip;
 use teenygrad::prelude::*;
 use teenygrad::tensor::mse;
 
@@ -51,6 +53,13 @@ fn panics_report_the_callers_line() {
         wide
     });
     let (mut sgd, mut adam) = (Sgd::new(0.1).momentum(0.9), Adam::new(0.1));
+    let mut lin = Linear::<4, 2>::init(&mut rand::rngs::StdRng::seed_from_u64(3));
+    let seeded = |seed| rand::rngs::StdRng::seed_from_u64(seed);
+    let (r, r2, keep) = (&mut seeded(4), &mut seeded(5), Remainder::Keep);
+    let data = Dataset {
+        images: vec![[0.0; teenygrad::data::FEATURES]],
+        labels: vec![1],
+    };
     sgd.step(&mut layer);
     adam.step(&mut layer);
     // One line each: `line!()` must be the line of the call.
@@ -71,6 +80,10 @@ fn panics_report_the_callers_line() {
         ("backward through a graph", line!(), Box::new(|| used.backward())),
         ("the optimizer holds", line!(), Box::new(|| sgd.step(&mut wide))),
         ("the optimizer holds", line!(), Box::new(|| adam.step(&mut wide2))),
+        ("clip_grad", line!(), Box::new(|| _ = clip(&mut lin, -1.0))),
+        ("Batch", line!(), Box::new(|| _ = Batcher::new(9, 0, keep, r))),
+        ("Dataset::gather", line!(), Box::new(|| drop(data.gather(&[1])))),
+        ("render", line!(), Box::new(|| _ = render_digit(10, r2))),
     ];
     let sites: Vec<_> = cases
         .into_iter()

@@ -55,6 +55,7 @@ impl Batcher {
     ///
     /// Batcher::new(10, 0, Remainder::Keep, &mut StdRng::seed_from_u64(0)); // panics
     /// ```
+    #[track_caller]
     pub fn new<R: Rng + ?Sized>(len: usize, batch_size: usize, remainder: Remainder, rng: &mut R) -> Self {
         assert!(batch_size > 0, "Batcher::new: batch_size must be at least 1");
         let mut order: Vec<usize> = (0..len).collect();
@@ -130,6 +131,7 @@ impl Dataset {
     /// assert_eq!(images[0], 1.0);
     /// assert_eq!(images[FEATURES], 0.0);
     /// ```
+    #[track_caller]
     pub fn gather(&self, indices: &[usize]) -> (Vec<f32>, Vec<usize>) {
         let mut images = Vec::with_capacity(indices.len() * FEATURES);
         let mut labels = Vec::with_capacity(indices.len());

@@ -200,6 +200,7 @@ pub fn toy_digits_split(seed: u64, n_train: usize, n_test: usize) -> ToyDigits {
 /// let image = render_digit(3, &mut StdRng::seed_from_u64(1));
 /// assert!(image.iter().any(|&v| v > 0.5));
 /// ```
+#[track_caller]
 pub fn render_digit<R: Rng + ?Sized>(digit: u8, rng: &mut R) -> [f32; FEATURES] {
     assert!(
         usize::from(digit) < CLASSES,

@@ -30,6 +30,7 @@ use crate::nn::Params;
 /// assert!((w.grad_values().unwrap()[0] - 0.6).abs() < 1e-6);
 /// assert!((b.grad_values().unwrap()[0] - 0.8).abs() < 1e-6);
 /// ```
+#[track_caller]
 pub fn clip_grad_norm<M: Params + ?Sized>(model: &mut M, max_norm: f32) -> f32 {
     assert!(
         max_norm >= 0.0,
