@@ -504,6 +504,18 @@ fn mse_equals_hand_formula() {
         .map(|(&x, &y)| 2.0 * (x as f64 - y as f64) / 15.0)
         .collect();
     assert_close(&grad, &want, |w| 4.0 * EPS * w.abs() + 1e-30, "mse grad");
+    // The tracked side second: (t - p)² is (p - t)², so the same loss and gradient, bit for bit.
+    let q = ta.clone().requires_grad();
+    let swapped = mse(&tb, &q);
+    assert_eq!(swapped.item().to_bits(), mse(&ta, &tb).item().to_bits());
+    swapped.backward();
+    assert_eq!(q.grad().unwrap().to_vec(), p.grad().unwrap().to_vec());
+    // Both tracked: d/dt = -d/dp.
+    let (p2, t2) = (ta.clone().requires_grad(), tb.clone().requires_grad());
+    mse(&p2, &t2).backward();
+    let (gp, gt) = (p2.grad().unwrap().to_vec(), t2.grad().unwrap().to_vec());
+    assert_eq!(gp, grad);
+    assert!(gp.iter().zip(&gt).all(|(a, b)| *a == -*b), "{gp:?} vs {gt:?}");
 }
 
 /// d mean_i CE(softmax(z_i), y_i) / dz = (softmax(z) - one_hot(y)) / B.

@@ -306,7 +306,8 @@ fn one_hot(indices: &[usize], classes: usize) -> Result<LazyBuffer> {
         .binary(BinaryOp::CmpEq, &columns.expand(&shape)))
 }
 
-/// Mean squared error `mean((prediction - target)²)`.
+/// Mean squared error `mean((prediction - target)²)`, tracked if either side is (as the
+/// arithmetic ops): the gradient reaches whichever of the two requires it.
 ///
 /// Panics if run-time (`usize`) dims of the two differ, naming both shapes; see [`try_mse`].
 ///
@@ -316,9 +317,9 @@ fn one_hot(indices: &[usize], classes: usize) -> Result<LazyBuffer> {
 /// assert_eq!(mse(&Tensor::from([1.0, 3.0]), &Tensor::from([0.0, 0.0])).item(), 5.0);
 /// ```
 #[track_caller]
-pub fn mse<S: Shape, G, G2: GradMode>(prediction: &Tensor<S, G>, target: &Tensor<S, G2>) -> Tensor<(), G>
+pub fn mse<S: Shape, G, G2: GradMode>(prediction: &Tensor<S, G>, target: &Tensor<S, G2>) -> Tensor<(), G::Out>
 where
-    G: GradMode + super::Join<G2, Out = G>,
+    G: super::Join<G2>,
 {
     or_panic(try_mse(prediction, target))
 }
@@ -335,9 +336,9 @@ where
 pub fn try_mse<S: Shape, G, G2: GradMode>(
     prediction: &Tensor<S, G>,
     target: &Tensor<S, G2>,
-) -> Result<Tensor<(), G>>
+) -> Result<Tensor<(), G::Out>>
 where
-    G: GradMode + super::Join<G2, Out = G>,
+    G: super::Join<G2>,
 {
     if prediction.dims() != target.dims() {
         return Err(Error::ShapeMismatch {
@@ -347,7 +348,7 @@ where
             rule: "prediction and target must have the same shape",
         });
     }
-    let diff = Tensor::<S, G>::from_var(
+    let diff = Tensor::<S, G::Out>::from_var(
         prediction.shape,
         prediction.var.binary(BinaryOp::Sub, &target.var),
     );
