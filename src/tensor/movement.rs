@@ -137,11 +137,12 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// count does not fit in `usize`).
     pub fn pad_to<Dst: Shape>(&self, dst: Dst, pads: &[(usize, usize)]) -> Result<Tensor<Dst, G>> {
         let (src, out) = (self.dims(), dst.dims());
-        if padded_dims(&src, pads).as_ref() != Some(&out) {
+        let padded = padded_dims(&src, pads);
+        if padded.as_ref() != Some(&out) {
             // The shapes alone do not say what was wrong when the pads were.
             let rule = if pads.len() != src.len() {
                 "pads must hold one (before, after) pair per source axis"
-            } else if padded_dims(&src, pads).is_none() {
+            } else if padded.is_none() {
                 "a source dim plus its (before, after) padding overflows usize"
             } else {
                 "each target dim must be the source dim plus its (before, after) padding"
