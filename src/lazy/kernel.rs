@@ -70,7 +70,7 @@ pub(crate) enum Instr {
 
 impl Instr {
     /// The operands, in the first `n` entries of the array.
-    fn operands(&self) -> ([usize; 3], usize) {
+    pub(crate) fn operands(&self) -> ([usize; 3], usize) {
         match *self {
             Instr::Unary(_, a) => ([a, 0, 0], 1),
             Instr::Binary(_, a, b) => ([a, b, 0], 2),
@@ -549,7 +549,7 @@ impl Plan<'_> {
         let program = &self.kernel.program;
         let slot_count = self.slots.iter().flatten().max().map_or(0, |&m| m + 1);
         // Chunk by chunk, values live in the tile, and only the result may need a block buffer.
-        let chunked = chunked::if_it_pays(program);
+        let chunked = chunked::if_it_pays(program, self.kernel.leaves.len());
         let root_slot = (program.len().checked_sub(1)).and_then(|i| self.slots[self.kernel.leaves.len() + i]);
         let (mut slot_bufs, mut gathered, leaf_ptrs) =
             LISTS.try_with(Cell::take).ok().flatten().unwrap_or_default();
