@@ -129,7 +129,12 @@ pub fn parse_csv(text: &str, source_name: &str) -> Result<Dataset> {
             header = Some(line);
             continue;
         }
-        let (label, image) = parse_row(line).map_err(|message| error(line_no, message))?;
+        let (label, image) = parse_row(line).map_err(|mut message| {
+            if line_no == 1 {
+                message += &numbered_header_hint(line);
+            }
+            error(line_no, message)
+        })?;
         data.labels.push(label);
         data.images.push(image);
     }
@@ -153,6 +158,20 @@ fn separator_hint(line: &str) -> String {
             format!("; fields are separated by commas, and this line has {c:?} instead")
         }
         _ => String::new(),
+    }
+}
+
+/// For a first line whose fields count up from 0 or 1, as the header of column numbers some
+/// tools write (pandas without column names): a note that it was read as data.
+fn numbered_header_hint(line: &str) -> String {
+    let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+    let counts_from = |first: usize| (first..).zip(&fields).all(|(i, f)| f.parse() == Ok(i));
+    if fields.len() > 1 && (counts_from(0) || counts_from(1)) {
+        "; this line looks like a header of column numbers, which is read as data: a header is \
+         skipped only when none of its fields is a number"
+            .to_string()
+    } else {
+        String::new()
     }
 }
 
@@ -300,6 +319,27 @@ mod tests {
             let err = parse_csv(&text, "t").unwrap_err().to_string();
             assert!(err.starts_with("t:1: "), "{label}: {err}");
         }
+    }
+
+    /// A header of column numbers is data, in error: the message says it looks like a header.
+    #[test]
+    fn a_numbered_header_is_named() {
+        let hint = "this line looks like a header of column numbers";
+        for first in [0, 1] {
+            let header: Vec<String> = (first..first + COLUMNS).map(|i| i.to_string()).collect();
+            let text = format!("{}\n{}\n", header.join(","), row("2", "0.5"));
+            let err = parse_csv(&text, "t").unwrap_err().to_string();
+            assert!(err.starts_with("t:1: column ") && err.contains(hint), "{err}");
+        }
+        // Not counting, or not on the first line: no hint.
+        let err = parse_csv(&format!("{}\n", row("1", "7")), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains(hint), "{err}");
+        let numbers: Vec<String> = (0..COLUMNS).map(|i| i.to_string()).collect();
+        let text = format!("{}\n{}\n", row("2", "0.5"), numbers.join(","));
+        let err = parse_csv(&text, "t").unwrap_err().to_string();
+        assert!(err.starts_with("t:2: ") && !err.contains(hint), "{err}");
     }
 
     /// A file with another separator is read as one field per line: the error says why.
