@@ -416,6 +416,40 @@ fn missing_tensor_is_rejected() {
     assert_rejected(&file_from(&entries), "safetensors data: tensor 2.bias", "missing");
 }
 
+/// A missing tensor's error names what the file holds instead, and a prefix on every name.
+#[test]
+fn missing_tensor_names_what_the_file_has_instead() {
+    let mut entries = entries_of(&seeded_mlp(5));
+    for (name, ..) in entries.iter_mut().filter(|(n, ..)| n.starts_with("2.")) {
+        name.push('_');
+    }
+    assert_rejected(
+        &file_from(&entries),
+        "safetensors data: tensor 2.weight",
+        "missing from the file, whose other tensors are \"2.bias_\", \"2.weight_\"",
+    );
+    let mut entries = entries_of(&seeded_mlp(5));
+    for (name, ..) in &mut entries {
+        name.insert_str(0, "model.");
+    }
+    assert_rejected(
+        &file_from(&entries),
+        "safetensors data: tensor 0.weight",
+        "missing from the file, which has \"model.0.weight\": to load names saved with a prefix",
+    );
+    // Past four names, a count.
+    let names: Vec<String> = (0..7).map(|i| format!("t{i}")).collect();
+    let entries: Vec<_> = names
+        .iter()
+        .map(|n| (n.clone(), "F32", vec![1], vec![0; 4]))
+        .collect();
+    assert_rejected(
+        &file_from(&entries),
+        "safetensors data: tensor 0.weight",
+        "whose other tensors are \"t0\", \"t1\", \"t2\", \"t3\" and 3 more",
+    );
+}
+
 #[test]
 fn wrong_shape_is_rejected() {
     let mut entries = entries_of(&seeded_mlp(5));

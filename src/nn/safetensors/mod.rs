@@ -86,6 +86,33 @@ fn tensor_error(source: &str, name: &str, message: impl Into<String>) -> Error {
     }
 }
 
+/// Why `name` was not loaded, with the file's tensors no parameter has taken yet: when every
+/// name carries a prefix (a model saved inside another), one of them says so at once.
+fn missing<'a>(name: &str, left: impl Iterator<Item = &'a String>) -> String {
+    const SHOWN: usize = 4;
+    let mut left: Vec<&String> = left.collect();
+    left.sort();
+    let suffix = format!(".{name}");
+    if let Some(prefixed) = left.iter().find(|other| other.ends_with(&suffix)) {
+        return format!(
+            "is missing from the file, which has {prefixed:?}: to load names saved with a \
+             prefix, rename them and use `load_state_dict`"
+        );
+    }
+    if left.is_empty() {
+        return "is missing from the file".to_string();
+    }
+    let shown: Vec<String> = left.iter().take(SHOWN).map(|n| format!("{n:?}")).collect();
+    let more = match left.len().saturating_sub(SHOWN) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    format!(
+        "is missing from the file, whose other tensors are {}{more}",
+        shown.join(", ")
+    )
+}
+
 fn file_error(source: &str, message: impl Into<String>) -> Error {
     Error::Data {
         location: source.to_string(),
@@ -118,7 +145,7 @@ fn decode_into<M: Params + ?Sized>(model: &mut M, bytes: &[u8], source: &str) ->
     for (name, dims) in &expected {
         let entry = file
             .remove(name)
-            .ok_or_else(|| tensor_error(source, name, "is missing from the file"))?;
+            .ok_or_else(|| tensor_error(source, name, missing(name, file.keys())))?;
         if entry.dtype != "F32" {
             return Err(tensor_error(
                 source,
