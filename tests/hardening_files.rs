@@ -566,6 +566,67 @@ fn safetensors_seeded_structural_mutations() {
     );
 }
 
+/// An optimizer state file (Adam's, for every parameter) mutated at random: header bytes
+/// replaced (names, metadata, offsets), digits of the header changed, the file cut short. Loading
+/// never panics, fails only with a `Data` error, and a failed load leaves the state as it was.
+#[test]
+fn optimizer_state_seeded_mutations() {
+    use teenygrad::optim::{self, Adam, Optimizer};
+    let count = cases_per_loop();
+    let mut rng = StdRng::seed_from_u64(0x05ee_d0b7);
+    let mut model = seeded_mlp(7);
+    let mut adam = Adam::new(0.01);
+    let x = Tensor::<Rank2<2, 4>>::rand(&mut rng);
+    let y = Labels::new(vec![0, 2], Const).unwrap();
+    cross_entropy(&nn::Module::forward(&model, x), &y)
+        .unwrap()
+        .backward();
+    adam.step(&mut model);
+    let good = optim::state_to_bytes(&adam, &model).unwrap();
+    let header_end = 8 + u64::from_le_bytes(good[..8].try_into().unwrap()) as usize;
+    let (mut oks, mut errors) = (0usize, 0usize);
+    for case in 0..count {
+        let mut bytes = good.clone();
+        match rng.random_range(0..3) {
+            0 => {
+                for _ in 0..rng.random_range(1..4) {
+                    let at = rng.random_range(8..header_end);
+                    bytes[at] = rng.random();
+                }
+            }
+            1 => {
+                let digits: Vec<usize> = (8..header_end).filter(|&i| bytes[i].is_ascii_digit()).collect();
+                let at = digits[rng.random_range(0..digits.len())];
+                bytes[at] = b"0123456789-.e x"[rng.random_range(0..15)];
+            }
+            _ => bytes.truncate(rng.random_range(0..good.len())),
+        }
+        let mut loaded = adam.clone();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            optim::state_from_bytes(&mut loaded, &model, &bytes)
+        }))
+        .unwrap_or_else(|_| panic!("mutation {case}: state_from_bytes panicked on {bytes:?}"));
+        match result {
+            Ok(()) => oks += 1,
+            Err(Error::Data { location, .. }) => {
+                assert!(
+                    location.starts_with("optimizer state data"),
+                    "mutation {case}: {location}"
+                );
+                assert_eq!(
+                    optim::state_to_bytes(&loaded, &model).unwrap(),
+                    good,
+                    "mutation {case}: a failed load changed the state"
+                );
+                errors += 1;
+            }
+            Err(other) => panic!("mutation {case}: {other:?}"),
+        }
+    }
+    println!("optimizer state mutations: {count} inputs, {oks} loaded, {errors} rejected");
+    assert!(errors > count / 2, "{oks} loaded, {errors} rejected");
+}
+
 // ---------------------------------------------------------------------------------------------
 // CSV
 

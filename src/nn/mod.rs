@@ -71,7 +71,7 @@ mod activation;
 mod linear;
 mod norm;
 mod params;
-mod safetensors;
+pub(crate) mod safetensors;
 mod sequential;
 
 pub use self::safetensors::{from_bytes, load, save, to_bytes};

@@ -1,5 +1,6 @@
 //! Adam and AdamW.
 
+use super::checkpoint::sealed::ParamState;
 use super::{Optimizer, apply_updates, check_state_lens, flush_subnormal, slot, update_split};
 use crate::nn::Params;
 use crate::simd::simd_dispatch;
@@ -168,5 +169,29 @@ impl Rule {
             let denom = (*v * self.inv_correction2).sqrt() + self.eps;
             *p -= (*m * self.inv_correction1) / denom * self.lr;
         }
+    }
+}
+
+impl super::checkpoint::sealed::State for Adam {
+    const KIND: &'static str = "Adam";
+    const TENSORS: &'static [&'static str] = &["exp_avg", "exp_avg_sq"];
+    const STEPS: bool = true;
+
+    fn state(&self, index: usize) -> Option<ParamState> {
+        let Moments { step, m, v } = self.moments.get(index)?.as_ref()?;
+        Some(ParamState {
+            tensors: vec![m.clone(), v.clone()],
+            step: Some(*step),
+        })
+    }
+
+    fn set_states(&mut self, states: Vec<Option<ParamState>>) {
+        self.moments = (states.into_iter())
+            .map(|state| {
+                let ParamState { tensors, step } = state?;
+                let [m, v] = <[Vec<f32>; 2]>::try_from(tensors).ok()?;
+                Some(Moments { step: step?, m, v })
+            })
+            .collect();
     }
 }

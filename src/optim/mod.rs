@@ -8,15 +8,22 @@
 //! buffers that hold no graph, so the graph behind a training step is released at each step and
 //! memory does not grow.
 //!
+//! Checkpoints: [`nn::save`](crate::nn::save) writes a model's parameters, [`save_state`] an
+//! optimizer's state (momentum buffers, moments and step counts) by the model's parameter names;
+//! loading both resumes a run exactly. An optimizer made afresh instead starts its state from
+//! zero (plain SGD keeps none).
+//!
 //! State that decays toward zero (a momentum buffer whose gradient has stopped, Adam's moments)
 //! is flushed to 0 once it falls below the smallest normal `f32` (≈ 1.2e-38): subnormal
 //! arithmetic is up to a hundred times slower on x86, and the change is below 1.2e-38 per element.
 
 mod adam;
+mod checkpoint;
 mod clip;
 mod sgd;
 
 pub use adam::Adam;
+pub use checkpoint::{Stateful, load_state, save_state, state_from_bytes, state_to_bytes};
 pub use clip::clip_grad_norm;
 pub use sgd::Sgd;
 
@@ -112,12 +119,19 @@ pub(crate) fn check_state_lens<M: Params + ?Sized>(
         }
     });
     if let Some((index, name, held, len)) = mismatch {
-        panic!(
-            "the optimizer holds {held} state values for parameter {index} (`{name}`), which has \
-             {len}: an optimizer keeps state by parameter position for the model it first stepped, \
-             so step another model with a new optimizer"
-        );
+        state_mismatch(index, &name, held, len);
     }
+}
+
+/// The panic of an optimizer whose state at parameter position `index` (`name`, of `len` values)
+/// holds `held` values: it belongs to another model.
+#[track_caller]
+pub(crate) fn state_mismatch(index: usize, name: &str, held: usize, len: usize) -> ! {
+    panic!(
+        "the optimizer holds {held} state values for parameter {index} (`{name}`), which has \
+         {len}: an optimizer keeps state by parameter position for the model it first stepped, \
+         so step another model with a new optimizer"
+    );
 }
 
 /// The state slot of parameter `index`, growing the list as parameters are first seen.

@@ -1,5 +1,6 @@
 //! Stochastic gradient descent with momentum, dampening, Nesterov and weight decay.
 
+use super::checkpoint::sealed::ParamState;
 use super::{Optimizer, apply_updates, check_state_lens, flush_subnormal, slot, update_split};
 use crate::nn::Params;
 use crate::simd::simd_dispatch;
@@ -170,5 +171,25 @@ impl Rule {
             let step = if self.nesterov { d + self.momentum * *b } else { *b };
             *p -= step * self.lr;
         }
+    }
+}
+
+impl super::checkpoint::sealed::State for Sgd {
+    const KIND: &'static str = "SGD";
+    const TENSORS: &'static [&'static str] = &["momentum_buffer"];
+    const STEPS: bool = false;
+
+    fn state(&self, index: usize) -> Option<ParamState> {
+        let buffer = self.momentum_buffers.get(index)?.as_ref()?;
+        Some(ParamState {
+            tensors: vec![buffer.clone()],
+            step: None,
+        })
+    }
+
+    fn set_states(&mut self, states: Vec<Option<ParamState>>) {
+        self.momentum_buffers = (states.into_iter())
+            .map(|state| state.and_then(|s| s.tensors.into_iter().next()))
+            .collect();
     }
 }

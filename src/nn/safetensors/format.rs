@@ -2,7 +2,7 @@
 //! tensor's dtype, dims and byte range, then the data. Reading checks everything the format
 //! promises (the ranges tile the data exactly, each range fits its dims) before any value is used.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::json::{self, Json};
 
@@ -16,8 +16,14 @@ pub(super) struct Entry<'a> {
     pub(super) data: &'a [u8],
 }
 
-/// The tensors of a checked file by name, or a message saying why `bytes` are not one.
-pub(super) fn read(bytes: &[u8]) -> Result<HashMap<String, Entry<'_>>, String> {
+/// A checked file: its tensors by name and its `__metadata__` strings.
+pub(super) struct File<'a> {
+    pub(super) tensors: HashMap<String, Entry<'a>>,
+    pub(super) metadata: BTreeMap<String, String>,
+}
+
+/// The tensors and metadata of a checked file, or a message saying why `bytes` are not one.
+pub(super) fn read(bytes: &[u8]) -> Result<File<'_>, String> {
     let invalid = |why: String| format!("not a valid safetensors file: {why}");
     let Some((len, rest)) = bytes.split_first_chunk::<8>() else {
         return Err(invalid(format!(
@@ -52,9 +58,10 @@ pub(super) fn read(bytes: &[u8]) -> Result<HashMap<String, Entry<'_>>, String> {
         .ok_or_else(|| invalid("the header is not a JSON object".into()))?;
 
     let mut ranges = Vec::with_capacity(members.len());
+    let mut metadata = BTreeMap::new();
     for (name, value) in members {
         if name == "__metadata__" {
-            check_metadata(value).map_err(invalid)?;
+            metadata = read_metadata(value).map_err(invalid)?;
             continue;
         }
         let info = TensorInfo::parse(value).map_err(|why| invalid(format!("tensor {name}: {why}")))?;
@@ -102,27 +109,36 @@ pub(super) fn read(bytes: &[u8]) -> Result<HashMap<String, Entry<'_>>, String> {
             data.len()
         )));
     }
-    Ok(entries)
+    Ok(File {
+        tensors: entries,
+        metadata,
+    })
 }
 
-/// A file holding `tensors` (name, dims, values) as `F32`, laid out in name order.
-pub(super) fn write(tensors: &[(String, Vec<usize>, Vec<f32>)]) -> Vec<u8> {
+/// A file holding `tensors` (name, dims, values) as `F32`, laid out in name order, with
+/// `metadata` (none if empty).
+pub(super) fn write(tensors: &[(String, Vec<usize>, Vec<f32>)], metadata: &[(String, String)]) -> Vec<u8> {
     let mut order: Vec<_> = tensors.iter().collect();
     order.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut header = String::from("{");
+    let mut fields = Vec::with_capacity(order.len() + 1);
+    if !metadata.is_empty() {
+        let pairs: Vec<String> = (metadata.iter())
+            .map(|(key, value)| format!("{}:{}", json::quote(key), json::quote(value)))
+            .collect();
+        fields.push(format!(r#""__metadata__":{{{}}}"#, pairs.join(",")));
+    }
     let mut offset = 0;
-    for (i, (name, dims, values)) in order.iter().enumerate() {
+    for (name, dims, values) in &order {
         let end = offset + 4 * values.len();
         let dims: Vec<String> = dims.iter().map(usize::to_string).collect();
-        header += &format!(
-            r#"{}{}:{{"dtype":"F32","shape":[{}],"data_offsets":[{offset},{end}]}}"#,
-            if i == 0 { "" } else { "," },
+        fields.push(format!(
+            r#"{}:{{"dtype":"F32","shape":[{}],"data_offsets":[{offset},{end}]}}"#,
             json::quote(name),
             dims.join(",")
-        );
+        ));
         offset = end;
     }
-    header.push('}');
+    let mut header = format!("{{{}}}", fields.join(","));
     // Pad with spaces so the data starts 8-byte aligned, as the reference writers do.
     while header.len() % 8 != 0 {
         header.push(' ');
@@ -210,11 +226,20 @@ fn dtype_bits(dtype: &str) -> Option<u64> {
 }
 
 /// `__metadata__`, if present, maps strings to strings, or is `null`.
-fn check_metadata(value: Json) -> Result<(), String> {
+fn read_metadata(value: Json) -> Result<BTreeMap<String, String>, String> {
+    let not_strings = || "`__metadata__` is not an object of strings (or null)".to_string();
+    if let Some(key) = value.repeated_key() {
+        return Err(format!("`__metadata__` has `{key}` more than once"));
+    }
     match value {
-        Json::Object(members) if members.iter().all(|(_, v)| matches!(v, Json::String(_))) => Ok(()),
+        Json::Object(members) => (members.into_iter())
+            .map(|(key, value)| match value {
+                Json::String(value) => Ok((key.into_owned(), value.into_owned())),
+                _ => Err(not_strings()),
+            })
+            .collect(),
         // The reference implementation reads its metadata as an optional map.
-        Json::Null => Ok(()),
-        _ => Err("`__metadata__` is not an object of strings (or null)".into()),
+        Json::Null => Ok(BTreeMap::new()),
+        _ => Err(not_strings()),
     }
 }

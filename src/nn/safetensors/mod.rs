@@ -29,7 +29,7 @@
 mod format;
 mod json;
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use super::Params;
@@ -45,7 +45,7 @@ const BYTES_SOURCE: &str = "safetensors data";
 pub fn save<M: Params + ?Sized>(model: &M, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     let bytes = encode(model, &path.display().to_string())?;
-    std::fs::write(path, bytes).map_err(|e| io_error(path, e))
+    write_file(path, &bytes)
 }
 
 /// Loads every parameter of `model` from the safetensors file `path`, all or nothing.
@@ -57,7 +57,7 @@ pub fn save<M: Params + ?Sized>(model: &M, path: impl AsRef<Path>) -> Result<()>
 /// unchanged.
 pub fn load<M: Params + ?Sized>(model: &mut M, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|e| io_error(path, e))?;
+    let bytes = read_file(path)?;
     decode_into(model, &bytes, &path.display().to_string())
 }
 
@@ -72,6 +72,49 @@ pub fn from_bytes<M: Params + ?Sized>(model: &mut M, bytes: &[u8]) -> Result<()>
     decode_into(model, bytes, BYTES_SOURCE)
 }
 
+/// `tensors` (name, dims, values) and string `metadata` as the bytes of a safetensors file: for
+/// state that is not a module's parameters (an optimizer's). Names must be distinct.
+pub(crate) fn tensors_to_bytes(
+    tensors: &[(String, Vec<usize>, Vec<f32>)],
+    metadata: &[(String, String)],
+) -> Vec<u8> {
+    format::write(tensors, metadata)
+}
+
+/// The tensors (by name: dims and values) and metadata of the bytes of a safetensors file, every
+/// tensor `F32`; errors name `source` and the tensor.
+pub(crate) fn tensors_from_bytes(bytes: &[u8], source: &str) -> Result<(Tensors, BTreeMap<String, String>)> {
+    let file = format::read(bytes).map_err(|message| file_error(source, message))?;
+    let mut tensors = HashMap::with_capacity(file.tensors.len());
+    for (name, entry) in file.tensors {
+        if entry.dtype != "F32" {
+            return Err(tensor_error(
+                source,
+                &name,
+                format!("has dtype {}, but only F32 is read", entry.dtype),
+            ));
+        }
+        let values = (entry.data.chunks_exact(4))
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        tensors.insert(name, (entry.dims, values));
+    }
+    Ok((tensors, file.metadata))
+}
+
+/// Tensors read by [`tensors_from_bytes`]: dims and values by name.
+pub(crate) type Tensors = HashMap<String, (Vec<usize>, Vec<f32>)>;
+
+/// The bytes of the file at `path`, or an [`Error::Io`] naming it.
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| io_error(path, e))
+}
+
+/// Writes `bytes` to the file at `path`, or returns an [`Error::Io`] naming it.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).map_err(|e| io_error(path, e))
+}
+
 fn io_error(path: &Path, e: std::io::Error) -> Error {
     Error::Io {
         path: path.display().to_string(),
@@ -79,7 +122,7 @@ fn io_error(path: &Path, e: std::io::Error) -> Error {
     }
 }
 
-fn tensor_error(source: &str, name: &str, message: impl Into<String>) -> Error {
+pub(crate) fn tensor_error(source: &str, name: &str, message: impl Into<String>) -> Error {
     Error::Data {
         location: format!("{source}: tensor {name}"),
         message: message.into(),
@@ -113,7 +156,7 @@ fn missing<'a>(name: &str, left: impl Iterator<Item = &'a String>) -> String {
     )
 }
 
-fn file_error(source: &str, message: impl Into<String>) -> Error {
+pub(crate) fn file_error(source: &str, message: impl Into<String>) -> Error {
     Error::Data {
         location: source.to_string(),
         message: message.into(),
@@ -133,12 +176,12 @@ fn encode<M: Params + ?Sized>(model: &M, source: &str) -> Result<Vec<u8>> {
             "the format reserves this name for metadata",
         ));
     }
-    Ok(format::write(&state))
+    Ok(format::write(&state, &[]))
 }
 
 /// Parses `bytes`, checks them against the model's parameters, and only then loads them.
 fn decode_into<M: Params + ?Sized>(model: &mut M, bytes: &[u8], source: &str) -> Result<()> {
-    let mut file = format::read(bytes).map_err(|message| file_error(source, message))?;
+    let mut file = (format::read(bytes).map_err(|message| file_error(source, message))?).tensors;
 
     let expected = model.named_dims();
     let mut state = Vec::with_capacity(expected.len());
