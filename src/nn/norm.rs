@@ -10,7 +10,7 @@ use crate::tensor::{GradMode, Join, NoGrad, Tensor, Tracked};
 /// `(x − mean) / √(var + eps) · weight + bias` over the last axis (`N` features) of an input of
 /// rank 1, 2 or 3, as PyTorch's `nn.LayerNorm(N)`: the variance is the biased one (divided by
 /// `N`), `eps` is 1e-5, and the parameters are named `weight` and `bias`, starting at ones and
-/// zeros.
+/// zeros. A row of one value repeated normalizes to exactly 0, so its output is the bias.
 ///
 /// ```
 /// use teenygrad::prelude::*;
@@ -80,7 +80,22 @@ impl<const N: usize, G: GradMode> LayerNorm<N, G> {
         let constant = |value: f32, dims: &[usize]| Var::untracked(LazyBuffer::full(dims, value));
         let mean_of =
             |v: &Var| (v.reduce(ReduceOp::Sum, &[last])).binary(BinaryOp::Div, &constant(N as f32, &rows));
-        let mean = mean_of(x).expand(&shape);
+        // The mean as each row's first value plus the mean of the row's differences from it:
+        // equal in exact arithmetic, and exactly that value on a constant row, whose centered
+        // values are then zeros and whose output the bias, as PyTorch's (Welford's moments).
+        // The sum over N rounds: a constant row of 100000.1 over 7 features came out at ±0.93.
+        // The shift is untracked: the mean does not depend on it.
+        let shift = if N == 0 {
+            constant(0.0, &rows)
+        } else {
+            let first: Vec<(usize, usize)> = rows.iter().map(|&d| (0, d)).collect();
+            Var::untracked(x.buf().shrink(&first))
+        };
+        let mean = (shift.binary(
+            BinaryOp::Add,
+            &mean_of(&x.binary(BinaryOp::Sub, &shift.expand(&shape))),
+        ))
+        .expand(&shape);
         // One node: from 2^18 values the scheduler computes it in both kernels that read it,
         // below that it is stored once (two nodes, computed twice, cost 3–11 % there).
         let centered = x.binary(BinaryOp::Sub, &mean);
