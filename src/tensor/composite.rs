@@ -57,7 +57,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 
     /// `x - logsumexp(x)` over `Ax`, computed as `(x - m) - log Σ exp(x - m)` with `m` the maximum:
     /// finite for logits of any finite magnitude, and each value accurate to its own magnitude
-    /// rather than to that of `m`. A row holding `+inf`, or all `-inf`, is NaN (as in PyTorch).
+    /// rather than to that of `m`, or to about `f32::EPSILON` absolutely near 0 (the largest
+    /// logit's, when the others are far below it: the sum, at least 1, rounds before its log is
+    /// taken, as in PyTorch). A row holding `+inf`, or all `-inf`, is NaN (as in PyTorch).
     ///
     /// ```
     /// use teenygrad::prelude::*;
