@@ -390,16 +390,26 @@ fn check_constant_rows<const N: usize>(c: f32, seed: u64) {
     norm.weight = Tensor::uniform_in(Default::default(), 0.5, 2.0, &mut r).requires_grad();
     norm.bias = Tensor::uniform_in(Default::default(), -1.0, 1.0, &mut r).requires_grad();
     let values: Vec<f32> = [c, -c].iter().flat_map(|&v| vec![v; N]).collect();
-    let x = Tensor::from_vec(values, (2usize, Const::<N>)).unwrap().requires_grad();
+    let x = Tensor::from_vec(values, (2usize, Const::<N>))
+        .unwrap()
+        .requires_grad();
     let g: Tensor<(usize, Const<N>)> = Tensor::uniform_in((2usize, Const), -1.0, 1.0, &mut r);
     let y = norm.forward(x.clone());
     let (w, b, g_values) = (norm.weight.to_vec(), norm.bias.to_vec(), g.to_vec());
-    assert_eq!(bits(&y.to_vec()), bits(&[b.clone(), b].concat()), "N = {N}, c = {c}");
+    assert_eq!(
+        bits(&y.to_vec()),
+        bits(&[b.clone(), b].concat()),
+        "N = {N}, c = {c}"
+    );
     (y * g).sum_all().backward();
     let dx = x.grad().unwrap().to_vec();
     let inv = 1.0 / f64::from(norm.eps).sqrt();
     for (row, (dx, g)) in dx.chunks(N).zip(g_values.chunks(N)).enumerate() {
-        let gw: Vec<f64> = g.iter().zip(&w).map(|(&g, &w)| f64::from(g) * f64::from(w)).collect();
+        let gw: Vec<f64> = g
+            .iter()
+            .zip(&w)
+            .map(|(&g, &w)| f64::from(g) * f64::from(w))
+            .collect();
         let mean = gw.iter().sum::<f64>() / N as f64;
         let mean_abs = gw.iter().map(|v| v.abs()).sum::<f64>() / N as f64;
         for (j, (&got, gw)) in dx.iter().zip(&gw).enumerate() {
@@ -417,7 +427,10 @@ fn check_constant_rows<const N: usize>(c: f32, seed: u64) {
 /// magnitude: summed and divided by N, a row of 100000.1 over 7 features had come out at ±0.93.
 #[test]
 fn layer_norm_of_a_constant_row_is_the_bias_at_any_magnitude() {
-    for (i, c) in [100_000.1f32, 12_345.678, 1000.1, 7.7, 3.3e-3, 1e30, 0.0].into_iter().enumerate() {
+    for (i, c) in [100_000.1f32, 12_345.678, 1000.1, 7.7, 3.3e-3, 1e30, 0.0]
+        .into_iter()
+        .enumerate()
+    {
         let seed = 60 + i as u64;
         check_constant_rows::<1>(c, seed);
         check_constant_rows::<3>(c, seed);
