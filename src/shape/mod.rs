@@ -11,6 +11,7 @@ pub mod permute;
 pub mod reduce;
 pub mod reshape;
 pub mod shapes;
+pub mod single;
 
 pub use axes::{Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, HasAxis};
 pub use broadcast::{BroadcastDim, BroadcastShape, BroadcastTo, ExpandDim};
@@ -20,3 +21,4 @@ pub use permute::PermuteShape;
 pub use reduce::ReduceShape;
 pub use reshape::{assert_same_numel, check_reshape};
 pub use shapes::{ConstShape, Rank0, Rank1, Rank2, Rank3, Rank4, Rank5, Rank6, Shape};
+pub use single::{SingleElement, UnitDim};

@@ -1,7 +1,7 @@
 //! Reading values out: each read is a realization boundary.
 
 use super::{GradMode, Tensor};
-use crate::shape::{Const, Shape};
+use crate::shape::{Const, Shape, SingleElement};
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// All values in row-major order.
@@ -15,14 +15,19 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 }
 
-impl<G: GradMode> Tensor<(), G> {
-    /// The value of a scalar.
+impl<S: Shape, G: GradMode> Tensor<S, G> {
+    /// The value of a tensor of one element: a scalar, or any rank of dims of size 1 known to
+    /// the compiler ([`SingleElement`]); anything larger is a compile error that names its shape.
     ///
     /// ```
     /// use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([1.0, 2.0, 3.0]).sum_all().item(), 6.0);
+    /// assert_eq!(Tensor::from([[4.5]]).item(), 4.5);
     /// ```
-    pub fn item(&self) -> f32 {
+    pub fn item(&self) -> f32
+    where
+        S: SingleElement,
+    {
         self.to_vec()[0]
     }
 }
