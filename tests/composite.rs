@@ -1,6 +1,6 @@
 //! Composite operations against f64 references computed by hand: softmax, log_softmax,
 //! logsumexp, var, erf, gelu (both forms), cross entropy (values, errors, gradients), mse and
-//! argmax_rows.
+//! argmax_rows, clamp.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -254,6 +254,40 @@ fn var_is_bessel_corrected() {
 
 /// Bessel's correction has nothing to divide over fewer than two values: NaN, as in PyTorch (a
 /// sum of no squares, 0, divided by -1 would say -0).
+/// `torch.clamp`'s values and gradient: limited values pass no gradient, values at a bound do,
+/// NaN stays NaN with none, infinities are limited, and `lo > hi` gives `hi` everywhere.
+#[test]
+fn clamp_matches_torch_values_and_gradients() {
+    let nan = f32::NAN;
+    let x = Tensor::from([f32::NEG_INFINITY, -2.0, 0.0, 0.5, 1.0, 3.0, f32::INFINITY, nan]).requires_grad();
+    let y = x.clamp(0.0, 1.0);
+    let got = y.to_array();
+    let want = [0.0, 0.0, 0.0, 0.5, 1.0, 1.0, 1.0, nan];
+    for (g, w) in got.iter().zip(want) {
+        assert!(g == &w || (g.is_nan() && w.is_nan()), "{got:?}");
+    }
+    (y * Tensor::from([2.0; 8])).sum_all().backward();
+    assert_eq!(
+        x.grad().unwrap().to_array(),
+        [0.0, 0.0, 2.0, 2.0, 2.0, 0.0, 0.0, 0.0]
+    );
+    // One-sided with an infinite bound, and the bounds crossed.
+    let x = Tensor::from([-3.0, 4.0]);
+    assert_eq!(x.clamp(f32::NEG_INFINITY, 0.0).to_array(), [-3.0, 0.0]);
+    assert_eq!(x.clamp(2.0, 1.0).to_array(), [1.0, 1.0]);
+    // Tracked through a broadcast view, used twice: gradients add where unlimited.
+    let w = Tensor::from([0.5, -1.0]).requires_grad();
+    let z: Tensor<Rank2<3, 2>, Tracked> = w.broadcast();
+    (z.clamp(-0.5, 0.5) + z.clamp(0.0, 1.0)).sum_all().backward();
+    assert_eq!(w.grad().unwrap().to_array(), [6.0, 0.0]);
+}
+
+#[test]
+#[should_panic(expected = "clamp: the bounds must be numbers, got [NaN, 1]")]
+fn clamp_with_a_nan_bound_panics() {
+    let _ = Tensor::from([1.0]).clamp(f32::NAN, 1.0);
+}
+
 #[test]
 fn var_of_fewer_than_two_values_is_nan() {
     assert!(Tensor::from([3.0]).var::<Axis<0>>().item().is_nan());

@@ -121,6 +121,37 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         squares.sum::<Ax>() / (n as f32 - 1.0).max(0.0)
     }
 
+    /// Each value limited to `[lo, hi]`: `min(max(x, lo), hi)`, as `torch.clamp`, so `hi` where
+    /// `lo > hi`. The gradient passes where the value was not limited, at the bounds too, as
+    /// `torch.clamp`'s does (`maximum`/`minimum` would split it there); a NaN stays NaN and
+    /// passes none.
+    ///
+    /// Panics if a bound is NaN, naming both.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let x = Tensor::from([-2.0, 0.0, 1.0, 3.0]).requires_grad();
+    /// let y = x.clamp(0.0, 1.0);
+    /// assert_eq!(y.to_array(), [0.0, 0.0, 1.0, 1.0]);
+    /// y.sum_all().backward();
+    /// assert_eq!(x.grad().unwrap().to_array(), [0.0, 1.0, 1.0, 0.0]);
+    /// ```
+    #[doc(alias = "clip")]
+    #[track_caller]
+    pub fn clamp(&self, lo: f32, hi: f32) -> Self {
+        assert!(
+            !lo.is_nan() && !hi.is_nan(),
+            "clamp: the bounds must be numbers, got [{lo}, {hi}]"
+        );
+        let bound = |value: f32| Var::untracked(LazyBuffer::full(&self.dims(), value));
+        let (lo, hi, fixed) = (bound(lo), bound(hi), self.var.detach());
+        // Tracked only where `lo <= x`: below `lo` the bound, at a NaN the NaN, both untracked.
+        let raised = Var::where_(&fixed.binary(BinaryOp::CmpLt, &lo), &lo, &fixed);
+        let raised = Var::where_(&lo.binary(BinaryOp::CmpLe, &fixed), &self.var, &raised);
+        let above = hi.binary(BinaryOp::CmpLt, &raised.detach());
+        Tensor::from_var(self.shape, Var::where_(&above, &hi, &raised))
+    }
+
     /// `op(self, rhs)` for two tensors of this exact shape.
     fn zip(&self, op: BinaryOp, rhs: &Self) -> Self {
         Tensor::from_var(self.shape, self.var.binary(op, &rhs.var))
@@ -368,6 +399,7 @@ impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
     /// use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([[0.1, 0.9], [2.0, 1.0]]).argmax_rows(), vec![1, 0]);
     /// ```
+    #[doc(alias = "argmax")]
     pub fn argmax_rows(&self) -> Vec<usize> {
         const {
             assert!(
