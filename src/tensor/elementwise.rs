@@ -351,6 +351,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert_eq!(picked.to_array(), [1.0, 9.0]);
     /// ```
     #[track_caller]
+    #[doc(alias("where", "masked_fill"))]
     pub fn where_else<G2: GradMode, G3: GradMode>(
         &self,
         cond: &Tensor<S, G2>,

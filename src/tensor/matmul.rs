@@ -20,6 +20,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert_eq!(Tensor::from([1.0, 1.0]).matmul(&a).to_array(), [4.0, 6.0]);
     /// ```
     #[track_caller]
+    #[doc(alias("mm", "bmm"))]
     pub fn matmul<S2: Shape, G2: GradMode>(&self, rhs: &Tensor<S2, G2>) -> Tensor<S::Output, G::Out>
     where
         S: MatMulShape<S2>,

@@ -17,6 +17,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// let t = Tensor::<Rank1<6>>::arange().reshape::<Rank2<2, 3>>();
     /// assert_eq!(t.to_array(), [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]);
     /// ```
+    #[doc(alias("view", "unsqueeze", "squeeze"))]
     pub fn reshape<Dst: ConstShape>(&self) -> Tensor<Dst, G>
     where
         S: ConstShape,
@@ -42,6 +43,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 
     /// [`try_reshape_to`](Self::try_reshape_to) that panics (naming both shapes) on a mismatch.
     #[track_caller]
+    #[doc(alias("view", "unsqueeze", "squeeze"))]
     pub fn reshape_to<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, G> {
         or_panic(self.try_reshape_to(dst))
     }
@@ -84,6 +86,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// let row = Tensor::from([1.0, 2.0]);
     /// assert_eq!(row.broadcast::<Rank2<2, 2>>().to_array(), [[1.0, 2.0], [1.0, 2.0]]);
     /// ```
+    #[doc(alias("expand"))]
     pub fn broadcast<Dst: ConstShape>(&self) -> Tensor<Dst, G>
     where
         S: BroadcastTo<Dst>,
@@ -94,6 +97,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// Broadcasts to `dst`, whose run-time dims must match; panics naming both shapes otherwise
     /// (see [`try_broadcast_to`](Self::try_broadcast_to)).
     #[track_caller]
+    #[doc(alias("expand"))]
     pub fn broadcast_to<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, G>
     where
         S: BroadcastTo<Dst>,
@@ -166,6 +170,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert_eq!(m.slice::<Rank2<2, 2>>(&[0, 1]).unwrap().to_array(), [[2.0, 3.0], [5.0, 6.0]]);
     /// assert!(m.slice::<Rank2<2, 2>>(&[0, 2]).is_err());
     /// ```
+    #[doc(alias("narrow"))]
     pub fn slice<Dst: ConstShape>(&self, starts: &[usize]) -> Result<Tensor<Dst, G>> {
         self.slice_to(Dst::default(), starts)
     }
@@ -196,6 +201,7 @@ impl<M: Dim, N: Dim, G: GradMode> Tensor<(M, N), G> {
     /// use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([[1.0, 2.0]]).t().to_array(), [[1.0], [2.0]]);
     /// ```
+    #[doc(alias("transpose"))]
     pub fn t(&self) -> Tensor<(N, M), G> {
         Tensor::from_var((self.shape.1, self.shape.0), self.var.permute(&[1, 0]))
     }
