@@ -310,6 +310,21 @@ fn bad_files_are_rejected_and_change_nothing() {
     assert_rejected(b"not a file", source, "not a valid safetensors file");
 }
 
+/// Momentum buffers into an SGD without momentum, which would ignore them, are refused.
+#[test]
+fn momentum_buffers_need_momentum_to_load() {
+    let (mut model, mut momentum) = (seeded(1), Sgd::new(0.1).momentum(0.9));
+    train(&mut model, &mut momentum, 0..2);
+    let state = optim::state_to_bytes(&momentum, &model).unwrap();
+    let mut plain = Sgd::new(0.1);
+    let err = optim::state_from_bytes(&mut plain, &model, &state).unwrap_err();
+    assert!(err.to_string().contains("this SGD has no momentum"), "{err}");
+    // Nothing was loaded: a plain SGD still saves no state.
+    let empty = optim::state_to_bytes(&Sgd::new(0.1), &model).unwrap();
+    assert_eq!(optim::state_to_bytes(&plain, &model).unwrap(), empty);
+    optim::state_from_bytes(&mut Sgd::new(0.1).momentum(0.5), &model, &state).unwrap();
+}
+
 /// Saving the state of an optimizer that stepped another model is the misuse `step` panics on.
 #[test]
 #[should_panic(expected = "state values for parameter 0 (`0.weight`)")]

@@ -38,6 +38,11 @@ pub(crate) mod sealed {
         const TENSORS: &'static [&'static str];
         /// Whether each parameter's state counts its steps.
         const STEPS: bool;
+        /// Why this optimizer, as configured, would not use state it loaded (SGD without
+        /// momentum keeps no buffers), if so.
+        fn unused_state(&self) -> Option<&'static str> {
+            None
+        }
         /// The state of the parameter at position `index`, if it has any.
         fn state(&self, index: usize) -> Option<ParamState>;
         /// Replaces all state: `states[i]` for the parameter at position `i`.
@@ -99,7 +104,8 @@ pub fn save_state<O: Stateful, M: Params + ?Sized>(
 /// replacing all it held: a parameter the file has no state for starts afresh.
 ///
 /// The file must hold this kind of optimizer's state (metadata `optimizer`), and for each of the
-/// model's parameters either all of its state, with the parameter's dims, or none; nothing else.
+/// model's parameters either all of its state, with the parameter's dims, or none; nothing else;
+/// and the optimizer must use it (an SGD without momentum refuses momentum buffers).
 /// Anything else is an [`Error::Data`](crate::Error::Data) naming the file and the tensor; a
 /// file that cannot be read is an [`Error::Io`](crate::Error::Io). On any error the optimizer is
 /// unchanged.
@@ -244,6 +250,11 @@ fn decode_into<O: Stateful, M: Params + ?Sized>(
             tensors: values,
             step,
         });
+    }
+    if let Some(why) = optimizer.unused_state()
+        && states.iter().any(Option::is_some)
+    {
+        return Err(file_error(source, why));
     }
     if let Some(name) = tensors.keys().min() {
         return Err(tensor_error(

@@ -179,6 +179,13 @@ impl super::checkpoint::sealed::State for Sgd {
     const TENSORS: &'static [&'static str] = &["momentum_buffer"];
     const STEPS: bool = false;
 
+    fn unused_state(&self) -> Option<&'static str> {
+        (self.momentum == 0.0).then_some(
+            "holds momentum buffers, but this SGD has no momentum and would not use them: set \
+             the momentum it was saved with",
+        )
+    }
+
     fn state(&self, index: usize) -> Option<ParamState> {
         let buffer = self.momentum_buffers.get(index)?.as_ref()?;
         Some(ParamState {
