@@ -19,13 +19,12 @@
 //! A tuple of up to 12 modules chains them. A model that is not a chain (a residual block, two
 //! branches) is a struct of modules with its own [`Module`] and [`Params`]. The input is a
 //! tensor by value, of either grad mode `G` (the data, or the tracked output of a layer before):
-//! `G: Join<Tracked, Out = Tracked>` says that either gives a tracked result beside a parameter,
-//! and `B: BroadcastDim<B, Output = B>` that a batch dim of any kind adds to itself.
+//! `G: Join<Tracked, Out = Tracked>` says that either gives a tracked result beside a parameter;
+//! a batch dim `B: Dim` of any kind adds to itself with no bound of its own.
 //!
 //! ```
 //! use teenygrad::prelude::*;
 //! use teenygrad::nn::{Init, Linear, Module, Param, Params, Relu, join};
-//! use teenygrad::shape::BroadcastDim;
 //! use teenygrad::tensor::Join;
 //! use rand::SeedableRng;
 //!
@@ -34,9 +33,8 @@
 //!     f: (Linear<N, N>, Relu, Linear<N, N>),
 //! }
 //!
-//! impl<B, const N: usize, G> Module<Tensor<(B, Const<N>), G>> for Residual<N>
+//! impl<B: Dim, const N: usize, G> Module<Tensor<(B, Const<N>), G>> for Residual<N>
 //! where
-//!     B: BroadcastDim<B, Output = B>,
 //!     G: Join<Tracked, Out = Tracked>,
 //! {
 //!     type Output = Tensor<(B, Const<N>), Tracked>;

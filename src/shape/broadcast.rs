@@ -26,10 +26,12 @@ pub trait BroadcastDim<Rhs: Dim>: Dim {
     fn broadcast_dim(self, rhs: Rhs) -> Option<Self::Output>;
 }
 
-impl<const N: usize> BroadcastDim<Const<N>> for Const<N> {
-    type Output = Const<N>;
-    fn broadcast_dim(self, _: Const<N>) -> Option<Const<N>> {
-        Some(self)
+/// Every dim with itself, so generic code over `B: Dim` can add two `(B, ...)` tensors: two
+/// `usize` sizes are compared, static ones always agree.
+impl<D: Dim> BroadcastDim<D> for D {
+    type Output = D;
+    fn broadcast_dim(self, rhs: D) -> Option<D> {
+        (self.size() == rhs.size()).then_some(self)
     }
 }
 impl<const N: usize> BroadcastDim<One> for Const<N> {
@@ -42,18 +44,6 @@ impl<const N: usize> BroadcastDim<Const<N>> for One {
     type Output = Const<N>;
     fn broadcast_dim(self, rhs: Const<N>) -> Option<Const<N>> {
         Some(rhs)
-    }
-}
-impl BroadcastDim<One> for One {
-    type Output = One;
-    fn broadcast_dim(self, _: One) -> Option<One> {
-        Some(One)
-    }
-}
-impl BroadcastDim<usize> for usize {
-    type Output = usize;
-    fn broadcast_dim(self, rhs: usize) -> Option<usize> {
-        (self == rhs).then_some(self)
     }
 }
 impl BroadcastDim<One> for usize {
