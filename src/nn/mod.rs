@@ -81,7 +81,7 @@ pub use params::{Name, Param, Params, join};
 /// A layer or model: maps a typed input to a typed output.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot take `{X}` as its input",
-    label = "the input's shape does not fit this module",
+    label = "the input's shape or grad mode does not fit this module",
     note = "a `Linear<I, O>` takes a tensor of rank 1 to 3 whose last dim is `Const<I>` and gives one whose last dim is `Const<O>`; a `LayerNorm<N>` takes and gives one whose last dim is `Const<N>`",
     note = "in a tuple of modules, each module's output is the next one's input",
     note = "a module takes its input by value (a `Tensor`, not `&Tensor`); in code generic over a grad mode `G`, bound it as the `nn` docs' residual block does (`G: Join<Tracked, Out = Tracked>`)"
