@@ -1,6 +1,6 @@
 //! Composite operations against f64 references computed by hand: softmax, log_softmax,
 //! logsumexp, var, erf, gelu (both forms), cross entropy (values, errors, gradients), mse and
-//! argmax_rows, clamp.
+//! argmax_rows, clamp, masked_fill.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -286,6 +286,42 @@ fn clamp_matches_torch_values_and_gradients() {
 #[should_panic(expected = "clamp: the bounds must be numbers, got [NaN, 1]")]
 fn clamp_with_a_nan_bound_panics() {
     let _ = Tensor::from([1.0]).clamp(f32::NAN, 1.0);
+}
+
+/// `torch.masked_fill`: the value where the mask is non-zero (NaN too), the gradient where it
+/// is zero; a `[T, T]` causal mask over a run-time batch of `[T, T]` scores.
+#[test]
+fn masked_fill_matches_torch_and_masks_attention_causally() {
+    let x = Tensor::from([[1.0, 2.0], [3.0, 4.0]]).requires_grad();
+    let mask = Tensor::from([[0.0, 1.0], [f32::NAN, 0.0]]);
+    let y = x.masked_fill(&mask, -7.0);
+    assert_eq!(y.to_array(), [[1.0, -7.0], [-7.0, 4.0]]);
+    (y * Tensor::from([[2.0, 3.0], [4.0, 5.0]])).sum_all().backward();
+    assert_eq!(x.grad().unwrap().to_array(), [[2.0, 0.0], [0.0, 5.0]]);
+
+    let mut r = StdRng::seed_from_u64(9);
+    let scores = Tensor::uniform_in((3usize, Const::<4>, Const::<4>), -3.0, 3.0, &mut r);
+    let future: Vec<f32> = (0..16).map(|k| if k % 4 > k / 4 { 1.0 } else { 0.0 }).collect();
+    let future = Tensor::<Rank2<4, 4>>::from_vec(future, Default::default()).unwrap();
+    let p = scores
+        .masked_fill(&future, f32::NEG_INFINITY)
+        .softmax::<Axis<2>>()
+        .to_vec();
+    for (k, row) in p.chunks(4).enumerate() {
+        let i = k % 4;
+        assert!(row[i + 1..].iter().all(|&v| v == 0.0), "row {k}: {row:?}");
+        let total: f64 = row.iter().map(|&v| f64::from(v)).sum();
+        assert!((total - 1.0).abs() <= 4.0 * EPS, "row {k} sums to {total}");
+    }
+    // A run-time dim of the mask must match.
+    let mask = Tensor::<(usize, Const<2>)>::zeros_in((3usize, Const));
+    let x = Tensor::<(usize, Const<2>)>::zeros_in((2usize, Const));
+    match x.try_masked_fill(&mask, 0.0).unwrap_err() {
+        Error::ShapeMismatch { op, lhs, rhs, .. } => {
+            assert_eq!((op, lhs, rhs), ("masked_fill", vec![3, 2], vec![2, 2]))
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

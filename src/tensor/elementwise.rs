@@ -12,7 +12,7 @@ use crate::autograd::Var;
 use crate::error::{Result, or_panic};
 use crate::lazy::{BinaryOp, LazyBuffer, UnaryOp};
 use crate::shape::runtime::checked_numel;
-use crate::shape::{BroadcastShape, Shape};
+use crate::shape::{BroadcastShape, BroadcastTo, Shape};
 
 macro_rules! unary_methods {
     ($($(#[$doc:meta])* $name:ident => $op:ident;)*) => {
@@ -351,7 +351,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert_eq!(picked.to_array(), [1.0, 9.0]);
     /// ```
     #[track_caller]
-    #[doc(alias("where", "masked_fill"))]
+    #[doc(alias("where"))]
     pub fn where_else<G2: GradMode, G3: GradMode>(
         &self,
         cond: &Tensor<S, G2>,
@@ -388,6 +388,46 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
             self.shape,
             Var::where_(&cond.var, &self.var, &other.var),
         ))
+    }
+}
+
+impl<S: Shape, G: GradMode> Tensor<S, G> {
+    /// `value` where `mask` is non-zero (NaN too), else `self`, as `torch.masked_fill`; `mask`
+    /// broadcasts to this shape (a `[T, T]` causal mask over `[B, T, T]` attention scores). The
+    /// gradient passes where the mask is zero; `mask` gets none.
+    ///
+    /// Panics if a run-time dim of `mask` differs from this tensor's, naming both shapes; see
+    /// [`try_masked_fill`](Self::try_masked_fill).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// // Causal: position i sees positions up to i, not past it.
+    /// let future = Tensor::from([[0.0, 1.0], [0.0, 0.0]]);
+    /// let scores = Tensor::<Rank3<2, 2, 2>>::ones();
+    /// let masked = scores.masked_fill(&future, f32::NEG_INFINITY);
+    /// assert_eq!(masked.softmax::<Axis<2>>().to_array()[1], [[1.0, 0.0], [0.5, 0.5]]);
+    /// ```
+    #[track_caller]
+    pub fn masked_fill<S2: Shape, G2: GradMode>(&self, mask: &Tensor<S2, G2>, value: f32) -> Self
+    where
+        S2: BroadcastTo<S>,
+    {
+        or_panic(self.try_masked_fill(mask, value))
+    }
+
+    /// The fallible form of [`masked_fill`](Self::masked_fill): an error naming both shapes if
+    /// a run-time dim of `mask` differs.
+    pub fn try_masked_fill<S2: Shape, G2: GradMode>(&self, mask: &Tensor<S2, G2>, value: f32) -> Result<Self>
+    where
+        S2: BroadcastTo<S>,
+    {
+        mask.shape
+            .check_broadcast_to(&self.shape)
+            .map_err(|e| e.in_op("masked_fill"))?;
+        let dims = self.dims();
+        let mask = Var::untracked(mask.var.buf().expand(&dims));
+        let fill = Var::untracked(LazyBuffer::full(&dims, value));
+        Ok(Tensor::from_var(self.shape, Var::where_(&mask, &fill, &self.var)))
     }
 }
 
