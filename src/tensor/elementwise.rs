@@ -408,7 +408,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert_eq!(masked.softmax::<Axis<2>>().to_array()[1], [[1.0, 0.0], [0.5, 0.5]]);
     /// ```
     #[track_caller]
-    pub fn masked_fill<S2: Shape, G2: GradMode>(&self, mask: &Tensor<S2, G2>, value: f32) -> Self
+    pub fn masked_fill<S2, G2: GradMode>(&self, mask: &Tensor<S2, G2>, value: f32) -> Self
     where
         S2: BroadcastTo<S>,
     {
@@ -417,7 +417,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 
     /// The fallible form of [`masked_fill`](Self::masked_fill): an error naming both shapes if
     /// a run-time dim of `mask` differs.
-    pub fn try_masked_fill<S2: Shape, G2: GradMode>(&self, mask: &Tensor<S2, G2>, value: f32) -> Result<Self>
+    pub fn try_masked_fill<S2, G2: GradMode>(&self, mask: &Tensor<S2, G2>, value: f32) -> Result<Self>
     where
         S2: BroadcastTo<S>,
     {
