@@ -389,9 +389,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
             Var::where_(&cond.var, &self.var, &other.var),
         ))
     }
-}
 
-impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// `value` where `mask` is non-zero (NaN too), else `self`, as `torch.masked_fill`; `mask`
     /// broadcasts to this shape (a `[T, T]` causal mask over `[B, T, T]` attention scores). The
     /// gradient passes where the mask is zero; `mask` gets none.
