@@ -416,6 +416,9 @@ fn view_gradients() {
     gradcheck("permute", std::slice::from_ref(&x), |l| {
         weigh(&l.next(r3).permute::<Axes3<2, 0, 1>>().sin())
     });
+    gradcheck("batched transpose", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(r3).t().tanh())
+    });
     gradcheck("reshape", std::slice::from_ref(&x), |l| {
         weigh(&l.next(r3).reshape::<Rank2<6, 4>>().exp())
     });

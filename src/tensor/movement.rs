@@ -206,3 +206,19 @@ impl<M: Dim, N: Dim, G: GradMode> Tensor<(M, N), G> {
         Tensor::from_var((self.shape.1, self.shape.0), self.var.permute(&[1, 0]))
     }
 }
+
+impl<B: Dim, M: Dim, N: Dim, G: GradMode> Tensor<(B, M, N), G> {
+    /// The transpose of each matrix in a batch: the last two axes swapped (a view), as
+    /// PyTorch's `x.mT` (`kᵀ` in attention scores `q·kᵀ`).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let x = Tensor::from([[[1.0, 2.0]], [[3.0, 4.0]]]);
+    /// assert_eq!(x.t().to_array(), [[[1.0], [2.0]], [[3.0], [4.0]]]);
+    /// ```
+    #[doc(alias("transpose", "mT"))]
+    pub fn t(&self) -> Tensor<(B, N, M), G> {
+        let (b, m, n) = self.shape;
+        Tensor::from_var((b, n, m), self.var.permute(&[0, 2, 1]))
+    }
+}
