@@ -1,6 +1,6 @@
 //! Composite operations against f64 references computed by hand: softmax, log_softmax,
 //! logsumexp, var, erf, gelu (both forms), cross entropy (values, errors, gradients), mse and
-//! argmax_rows, clamp, masked_fill.
+//! argmax_rows, clamp, masked_fill, tril and triu.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -322,6 +322,36 @@ fn masked_fill_matches_torch_and_masks_attention_causally() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// `torch.tril`/`torch.triu` over the last two axes: by hand at several diagonals, infinities
+/// zeroed (not multiplied into NaN), a run-time batch, the gradient where values are kept.
+#[test]
+fn tril_and_triu_keep_their_triangle_of_each_matrix() {
+    let inf = f32::INFINITY;
+    let x = Tensor::from([[1.0, 2.0, inf], [4.0, -inf, 6.0]]);
+    assert_eq!(x.tril(0).to_array(), [[1.0, 0.0, 0.0], [4.0, -inf, 0.0]]);
+    assert_eq!(x.tril(-1).to_array(), [[0.0, 0.0, 0.0], [4.0, 0.0, 0.0]]);
+    assert_eq!(x.triu(1).to_array(), [[0.0, 2.0, inf], [0.0, 0.0, 6.0]]);
+    assert_eq!(x.triu(-5).to_array(), x.to_array());
+    assert_eq!(x.tril(5).to_array(), x.to_array());
+    assert_eq!(x.triu(3).to_array(), [[0.0; 3]; 2]);
+
+    let batch = Tensor::<(usize, Const<2>, Const<2>)>::from_vec(
+        (1..=12).map(|v| v as f32).collect(),
+        (3usize, Const, Const),
+    )
+    .unwrap();
+    assert_eq!(
+        batch.triu(0).to_vec(),
+        vec![1.0, 2.0, 0.0, 4.0, 5.0, 6.0, 0.0, 8.0, 9.0, 10.0, 0.0, 12.0]
+    );
+    let w = Tensor::<Rank3<2, 2, 3>>::ones().requires_grad();
+    w.tril(0).sum_all().backward();
+    let kept = [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]];
+    assert_eq!(w.grad().unwrap().to_array(), [kept, kept]);
+    let empty = Tensor::<(usize, Const<2>, Const<2>)>::zeros_in((0usize, Const, Const));
+    assert!(empty.tril(0).to_vec().is_empty());
 }
 
 #[test]

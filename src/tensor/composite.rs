@@ -152,6 +152,20 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         Tensor::from_var(self.shape, Var::where_(&above, &hi, &raised))
     }
 
+    /// `self` where `keep(row, column)` holds over its last two axes, 0 elsewhere.
+    fn triangle(&self, keep: impl Fn(usize, usize) -> bool) -> Self {
+        let dims = self.dims();
+        if dims.contains(&0) {
+            return self.clone();
+        }
+        let (m, n) = (dims[dims.len() - 2], dims[dims.len() - 1]);
+        let mask = (0..m * n).map(|k| if keep(k / n, k % n) { 1.0 } else { 0.0 });
+        let mask = LazyBuffer::from_values(mask, &[m, n]).expect("a mask of the last two axes");
+        let zero = Var::untracked(LazyBuffer::full(&dims, 0.0));
+        let mask = Var::untracked(mask.expand(&dims));
+        Tensor::from_var(self.shape, Var::where_(&mask, &self.var, &zero))
+    }
+
     /// `op(self, rhs)` for two tensors of this exact shape.
     fn zip(&self, op: BinaryOp, rhs: &Self) -> Self {
         Tensor::from_var(self.shape, self.var.binary(op, &rhs.var))
@@ -387,6 +401,38 @@ where
     );
     Ok(diff.square().mean_all())
 }
+
+/// `tril` and `triu` for tensors of rank 2 and more, over their last two axes.
+macro_rules! triangles {
+    ($($lead:ident),*) => {
+        impl<$($lead: Dim,)* M: Dim, N: Dim, G: GradMode> Tensor<($($lead,)* M, N), G> {
+            /// The values on and below the `diagonal`-th diagonal of each matrix (the last two
+            /// axes), 0 above it, as `torch.tril`: 0 is the main diagonal, 1 the one above it,
+            /// -1 the one below. The gradient passes where values are kept.
+            ///
+            /// ```
+            /// use teenygrad::prelude::*;
+            /// let x = Tensor::from([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
+            /// assert_eq!(x.tril(0).to_array(), [[1.0, 0.0, 0.0], [4.0, 5.0, 0.0]]);
+            /// // A causal mask for `masked_fill`: 1 where a position would see the future.
+            /// let future = Tensor::<Rank2<3, 3>>::ones().triu(1);
+            /// assert_eq!(future.to_array(), [[0.0, 1.0, 1.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]);
+            /// ```
+            pub fn tril(&self, diagonal: isize) -> Self {
+                self.triangle(|i, j| j as isize - i as isize <= diagonal)
+            }
+
+            /// The values on and above the `diagonal`-th diagonal of each matrix (the last two
+            /// axes), 0 below it, as `torch.triu` (see [`tril`](Self::tril)).
+            pub fn triu(&self, diagonal: isize) -> Self {
+                self.triangle(|i, j| j as isize - i as isize >= diagonal)
+            }
+        }
+    };
+}
+triangles!();
+triangles!(A);
+triangles!(A, B);
 
 impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
     /// The index of the largest value in each row (the first, on ties). NaN is never the largest
