@@ -159,11 +159,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
             return self.clone();
         }
         let (m, n) = (dims[dims.len() - 2], dims[dims.len() - 1]);
-        let mask = (0..m * n).map(|k| if keep(k / n, k % n) { 1.0 } else { 0.0 });
-        let mask = LazyBuffer::from_values(mask, &[m, n]).expect("a mask of the last two axes");
-        let zero = Var::untracked(LazyBuffer::full(&dims, 0.0));
-        let mask = Var::untracked(mask.expand(&dims));
-        Tensor::from_var(self.shape, Var::where_(&mask, &self.var, &zero))
+        let dropped = (0..m * n).map(|k| if keep(k / n, k % n) { 0.0 } else { 1.0 });
+        let dropped = LazyBuffer::from_values(dropped, &[m, n]).expect("a mask of the last two axes");
+        self.fill_where(&dropped, 0.0)
     }
 
     /// `op(self, rhs)` for two tensors of this exact shape.

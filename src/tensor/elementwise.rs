@@ -422,10 +422,16 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         mask.shape
             .check_broadcast_to(&self.shape)
             .map_err(|e| e.in_op("masked_fill"))?;
+        Ok(self.fill_where(&mask.var.buf(), value))
+    }
+
+    /// `value` where `mask` (broadcast to this shape, untracked) is non-zero, else `self`; the
+    /// gradient passes where it is zero. `masked_fill`'s, `tril`'s and `triu`'s selection.
+    pub(super) fn fill_where(&self, mask: &LazyBuffer, value: f32) -> Self {
         let dims = self.dims();
-        let mask = Var::untracked(mask.var.buf().expand(&dims));
+        let mask = Var::untracked(mask.expand(&dims));
         let fill = Var::untracked(LazyBuffer::full(&dims, value));
-        Ok(Tensor::from_var(self.shape, Var::where_(&mask, &fill, &self.var)))
+        Tensor::from_var(self.shape, Var::where_(&mask, &fill, &self.var))
     }
 }
 
