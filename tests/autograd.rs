@@ -551,6 +551,29 @@ fn matmul_gradients_in_every_form() {
     });
 }
 
+#[test]
+fn select_rows_gradients() {
+    let x = uniform(31, 15, -1.0, 1.0);
+    // Repeated and missing rows, from the leaf and from a transposed view of it, and the table
+    // read a second time beside the selection.
+    gradcheck("select_rows", std::slice::from_ref(&x), |l| {
+        weigh(
+            &l.next((Const::<5>, Const::<3>))
+                .select_rows(&[4, 0, 4, 4, 2])
+                .unwrap()
+                .tanh(),
+        )
+    });
+    gradcheck(
+        "select_rows of a transposed view",
+        std::slice::from_ref(&x),
+        |l| {
+            let table = l.next((Const::<3>, Const::<5>)).t();
+            weigh(&table.select_rows(&[1, 1, 3]).unwrap().exp()) + weigh(&table.square())
+        },
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tensors used more than once, and a small network
 

@@ -70,7 +70,7 @@ use crate::error::{Error, Result};
 use crate::shape::runtime::{check_permutation, checked_numel, numel, padded_dims};
 use axes::AxisVec;
 pub use node::nodes_alive;
-use node::{Node, Op, State};
+use node::{Indexing, Node, Op, State};
 pub use ops::{BinaryOp, ReduceOp, UnaryOp};
 use storage::Storage;
 pub use view::View;
@@ -281,7 +281,45 @@ impl LazyBuffer {
         if let Some((row, column)) = columns.iter().enumerate().find(|&(_, &c)| c >= x[1]) {
             panic!("pick_columns: row {row} of {x:?} names column {column}");
         }
-        Self::pending(&[x[0], 1], Op::PickColumns(self.clone(), columns))
+        Self::pending(
+            &[x[0], 1],
+            Op::Index(Indexing::PickColumns, self.clone(), columns),
+        )
+    }
+
+    /// Rows of a `[v, d]` at `rows`, in that order (a row may repeat): `[rows.len(), d]`.
+    ///
+    /// # Panics
+    /// If this is not a matrix or a row is `>= v` (naming the first such): the caller checks.
+    pub(crate) fn pick_rows(&self, rows: Arc<[usize]>) -> Self {
+        let x = self.shape();
+        assert!(x.len() == 2, "pick_rows: shape {x:?} is not a [v, d]");
+        if let Some((i, row)) = rows.iter().enumerate().find(|&(_, &r)| r >= x[0]) {
+            panic!("pick_rows: index {i} names row {row} of {x:?}");
+        }
+        Self::pending(
+            &[rows.len(), x[1]],
+            Op::Index(Indexing::PickRows, self.clone(), rows),
+        )
+    }
+
+    /// The `[v, d]` whose row `r` is the sum of this `[rows.len(), d]`'s rows `i` with
+    /// `rows[i] == r`, added in order of `i`; 0 where no row lands. The gradient of
+    /// [`pick_rows`](Self::pick_rows).
+    ///
+    /// # Panics
+    /// As [`pick_rows`](Self::pick_rows), or if there is not one index per row.
+    pub(crate) fn add_rows(&self, rows: Arc<[usize]>, v: usize) -> Self {
+        let x = self.shape();
+        assert!(
+            x.len() == 2 && rows.len() == x[0],
+            "add_rows: {} rows for shape {x:?}, not one per row of a [n, d]",
+            rows.len()
+        );
+        if let Some((i, row)) = rows.iter().enumerate().find(|&(_, &r)| r >= v) {
+            panic!("add_rows: index {i} names row {row} of {v}");
+        }
+        Self::pending(&[v, x[1]], Op::Index(Indexing::AddRows, self.clone(), rows))
     }
 
     /// A row-major copy of this view (a no-op if it already is one).
@@ -542,6 +580,18 @@ mod tests {
     #[should_panic(expected = "pick_columns: row 2 of [4, 6] names column 6")]
     fn pick_columns_names_a_column_out_of_range() {
         ramp(&[4, 6]).pick_columns(Arc::from([0, 1, 6, 2]));
+    }
+
+    #[test]
+    #[should_panic(expected = "pick_rows: index 1 names row 4 of [4, 6]")]
+    fn pick_rows_names_a_row_out_of_range() {
+        ramp(&[4, 6]).pick_rows(Arc::from([0, 4]));
+    }
+
+    #[test]
+    #[should_panic(expected = "add_rows: index 0 names row 3 of 3")]
+    fn add_rows_names_a_row_out_of_range() {
+        ramp(&[2, 6]).add_rows(Arc::from([3, 0]), 3);
     }
 
     #[test]

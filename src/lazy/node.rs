@@ -30,8 +30,20 @@ pub(crate) enum Op {
     MatMul(LazyBuffer, LazyBuffer),
     /// A copy of a view into a fresh row-major buffer.
     Contiguous(LazyBuffer),
-    /// `[b, c]` values and a column per row: `[b, 1]`, each row's value at its column.
-    PickColumns(LazyBuffer, Arc<[usize]>),
+    /// Reads or writes the input's rows or columns at a list of indices (see [`Indexing`]).
+    Index(Indexing, LazyBuffer, Arc<[usize]>),
+}
+
+/// What an [`Op::Index`] does with its input `x` and its indices `idx`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Indexing {
+    /// `[b, c]` to `[b, 1]`: row `i`'s value at column `idx[i]`.
+    PickColumns,
+    /// `[v, d]` to `[n, d]`: row `i` is row `idx[i]` of `x`.
+    PickRows,
+    /// `[n, d]` to `[v, d]` (`v` from the node's shape): row `i` of `x` added into row `idx[i]`,
+    /// in order of `i` (the gradient of [`Indexing::PickRows`]).
+    AddRows,
 }
 
 /// The one to three inputs of an op, held inline: listing them is frequent in scheduling and
@@ -61,9 +73,7 @@ impl<'a> IntoIterator for Inputs<'a> {
 impl Op {
     pub(crate) fn inputs(&self) -> Inputs<'_> {
         let (items, len) = match self {
-            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) | Op::PickColumns(a, _) => {
-                ([a, a, a], 1)
-            }
+            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) | Op::Index(_, a, _) => ([a, a, a], 1),
             Op::Binary(_, a, b) | Op::MatMul(a, b) => ([a, b, b], 2),
             Op::Where(c, a, b) => ([c, a, b], 3),
         };
@@ -76,7 +86,7 @@ impl Op {
 
     /// True for ops that read their inputs from buffers, so no input fuses into them.
     pub(crate) fn reads_buffers(&self) -> bool {
-        matches!(self, Op::MatMul(..) | Op::PickColumns(..))
+        matches!(self, Op::MatMul(..) | Op::Index(..))
     }
 
     /// True for elementwise ops that cost many times an add: transcendentals, roots and
@@ -112,13 +122,13 @@ impl Op {
                     | BinaryOp::CmpLt
             ),
             Op::Where(..) => true,
-            Op::Reduce(..) | Op::MatMul(..) | Op::Contiguous(..) | Op::PickColumns(..) => false,
+            Op::Reduce(..) | Op::MatMul(..) | Op::Contiguous(..) | Op::Index(..) => false,
         }
     }
 
     fn into_inputs(self) -> impl Iterator<Item = LazyBuffer> {
         match self {
-            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) | Op::PickColumns(a, _) => {
+            Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) | Op::Index(_, a, _) => {
                 [Some(a), None, None]
             }
             Op::Binary(_, a, b) | Op::MatMul(a, b) => [Some(a), Some(b), None],

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use super::LazyBuffer;
-use super::node::{Node, Op};
+use super::node::{Indexing, Node, Op};
 use super::ops::{ReduceOp, binary_f64, reduce_step_f64, unary_f64};
 use super::view::View;
 use crate::shape::runtime::numel;
@@ -87,11 +87,26 @@ fn eval_op(op: &Op, shape: &[usize], memo: &HashMap<u64, Vec<f64>>) -> Vec<f64> 
                 .collect()
         }
         Op::Contiguous(a) => input(a),
-        Op::PickColumns(x, columns) => {
+        Op::Index(kind, x, idx) => {
             let (values, width) = (input(x), x.shape()[1]);
-            (columns.iter().enumerate())
-                .map(|(row, &c)| values[row * width + c])
-                .collect()
+            match kind {
+                Indexing::PickColumns => (idx.iter().enumerate())
+                    .map(|(row, &c)| values[row * width + c])
+                    .collect(),
+                Indexing::PickRows => (idx.iter())
+                    .flat_map(|&r| &values[r * width..(r + 1) * width])
+                    .copied()
+                    .collect(),
+                Indexing::AddRows => {
+                    let mut out = vec![0.0; numel(shape)];
+                    for (i, &r) in idx.iter().enumerate() {
+                        for j in 0..width {
+                            out[r * width + j] += values[i * width + j];
+                        }
+                    }
+                    out
+                }
+            }
         }
         Op::Reduce(r, a, axes) => {
             let values = input(a);

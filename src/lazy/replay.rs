@@ -74,7 +74,7 @@ impl KernelPlan {
 #[derive(Clone, Debug)]
 pub(super) enum Step {
     MatMul(usize),
-    PickColumns(usize),
+    Index(usize),
     Fused(usize, KernelPlan),
     /// The matmul at `product` with the epilogue that the fused kernel at `kernel` (its only
     /// reader, planned as `plan`) computes, into `kernel`'s node.
@@ -139,7 +139,7 @@ impl Signature {
                     }
                     Op::MatMul(..) => words.push(4),
                     Op::Contiguous(_) => words.push(5),
-                    Op::PickColumns(..) => words.push(6),
+                    Op::Index(kind, ..) => words.extend([6, *kind as u64]),
                 }
                 push_list(&mut words, node.shape.iter().map(|&d| d as u64));
                 for input in op.inputs() {

@@ -15,7 +15,7 @@ use super::axes::AxisVec;
 use super::epilogue::{self, Epilogue};
 use super::fast_hash::{FastMap, FastSet};
 use super::kernel::{FusedKernel, Instr, Leaf, Program, execute, fill_output, line_aligned_blocks, operands};
-use super::node::{Node, Op};
+use super::node::{Indexing, Node, Op};
 use super::ops::{BinaryOp, UnaryOp};
 use super::replay::{KernelPlan, Plans, Signature, Source, Step};
 use super::storage::Storage;
@@ -210,14 +210,48 @@ fn run_matmul(node: &Node, a: &LazyBuffer, b: &LazyBuffer, epilogue: Option<(&Ep
     record(node, out, ops, trace);
 }
 
-/// Runs [`LazyBuffer::pick_columns`] (its input realized, its columns checked) for `node`,
-/// records it, and stores the result.
-fn run_pick_columns(node: &Node, x: &LazyBuffer, columns: &[usize]) {
-    let trace = stats::tracing().then(|| (format!("pick columns of {:?}", x.shape()), Instant::now()));
-    let buf = x.node.buffer().expect("a pick's input is realized before it");
-    let out: Storage = (columns.iter().enumerate())
-        .map(|(row, &column)| x.view.position(&[row, column]).map_or(0.0, |p| buf[p as usize]))
-        .collect();
+/// Runs an [`Op::Index`] (its input realized, its indices checked) for `node`, records it, and
+/// stores the result.
+fn run_index(node: &Node, kind: Indexing, x: &LazyBuffer, idx: &[usize]) {
+    let trace = stats::tracing().then(|| (format!("{kind:?} of {:?}", x.shape()), Instant::now()));
+    let buf = x
+        .node
+        .buffer()
+        .expect("an index op's input is realized before it");
+    let read = |row: usize, column: usize| x.view.position(&[row, column]).map_or(0.0, |p| buf[p as usize]);
+    let width = x.shape()[1];
+    // A row stored in one piece (not padded, unit stride) is read as a slice.
+    let row_slice = |row: usize| -> Option<&[f32]> {
+        let unit = x.view.mask().is_none() && (width <= 1 || x.view.strides()[1] == 1);
+        let start = x.view.position(&[row, 0]).filter(|_| unit && width > 0)? as usize;
+        Some(&buf[start..start + width])
+    };
+    let out: Storage = match kind {
+        Indexing::PickColumns => (idx.iter().enumerate())
+            .map(|(row, &column)| read(row, column))
+            .collect(),
+        Indexing::PickRows => {
+            let mut out = Storage::filled(numel(&node.shape), 0.0);
+            for (sink, &row) in out.chunks_exact_mut(width.max(1)).zip(idx) {
+                match row_slice(row) {
+                    Some(values) => sink.copy_from_slice(values),
+                    None => (sink.iter_mut().enumerate()).for_each(|(column, v)| *v = read(row, column)),
+                }
+            }
+            out
+        }
+        Indexing::AddRows => {
+            let mut out = Storage::filled(numel(&node.shape), 0.0);
+            for (i, &row) in idx.iter().enumerate() {
+                let sums = &mut out[row * width..(row + 1) * width];
+                match row_slice(i) {
+                    Some(values) => sums.iter_mut().zip(values).for_each(|(s, v)| *s += v),
+                    None => (sums.iter_mut().enumerate()).for_each(|(column, s)| *s += read(i, column)),
+                }
+            }
+            out
+        }
+    };
     record(node, out, 1, trace);
 }
 
@@ -487,9 +521,9 @@ impl Graph {
                     run_matmul(&self.nodes[i], a, b, None);
                     steps.push(Step::MatMul(i));
                 }
-                Op::PickColumns(x, columns) => {
-                    run_pick_columns(&self.nodes[i], x, columns);
-                    steps.push(Step::PickColumns(i));
+                Op::Index(kind, x, idx) => {
+                    run_index(&self.nodes[i], *kind, x, idx);
+                    steps.push(Step::Index(i));
                 }
                 op => {
                     let (plan, structural) = self.build(i, op, memo, &signature.slots)?;
@@ -525,17 +559,14 @@ impl Graph {
     fn replay(&self, steps: &[Step], externals: &[Arc<Node>]) {
         for step in steps {
             match step {
-                Step::MatMul(i)
-                | Step::PickColumns(i)
-                | Step::Fused(i, _)
-                | Step::Product { kernel: i, .. }
+                Step::MatMul(i) | Step::Index(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. }
                     if self.nodes[*i].is_realized() => {}
                 Step::MatMul(i) => self.run_product(*i, *i, None, externals),
-                Step::PickColumns(i) => {
-                    let Op::PickColumns(x, columns) = &self.ops[*i] else {
-                        unreachable!("a pick step on {:?}", self.ops[*i])
+                Step::Index(i) => {
+                    let Op::Index(kind, x, idx) = &self.ops[*i] else {
+                        unreachable!("an index step on {:?}", self.ops[*i])
                     };
-                    run_pick_columns(&self.nodes[*i], x, columns);
+                    run_index(&self.nodes[*i], *kind, x, idx);
                 }
                 Step::Fused(i, plan) => run_kernel(&self.nodes[*i], plan.bind(&self.nodes, externals)),
                 Step::Product {
@@ -582,7 +613,7 @@ impl Graph {
         let plans: FastMap<usize, &KernelPlan> = (steps.iter())
             .filter_map(|step| match step {
                 Step::Fused(i, plan) | Step::Product { kernel: i, plan, .. } => Some((*i, plan)),
-                Step::MatMul(_) | Step::PickColumns(_) => None,
+                Step::MatMul(_) | Step::Index(_) => None,
             })
             .collect();
         // Each kernel root in order, with the product it ran with (a matmul belonging to it
@@ -599,7 +630,7 @@ impl Graph {
         }
         let replayed: Vec<(usize, Option<usize>)> = (steps.iter())
             .map(|step| match step {
-                Step::MatMul(i) | Step::PickColumns(i) | Step::Fused(i, _) => (*i, None),
+                Step::MatMul(i) | Step::Index(i) | Step::Fused(i, _) => (*i, None),
                 Step::Product { product, kernel, .. } => (*kernel, Some(*product)),
             })
             .collect();
@@ -621,7 +652,7 @@ impl Graph {
                     );
                     (*kernel, plan)
                 }
-                Step::MatMul(_) | Step::PickColumns(_) => continue,
+                Step::MatMul(_) | Step::Index(_) => continue,
             };
             // A node another thread realized meanwhile is read, not recomputed, by a fresh
             // plan; the replay recomputes it, to the same values.

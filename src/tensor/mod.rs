@@ -19,6 +19,7 @@ mod matmul;
 mod movement;
 mod read;
 mod reduce;
+mod select;
 
 pub use composite::{Labels, cross_entropy, mse, try_mse};
 
