@@ -21,7 +21,8 @@ pub use rand;
 pub mod prelude {
     pub use crate::error::{Error, Result};
     pub use crate::nn::{
-        Detach, Gelu, GeluTanh, Init, LayerNorm, Linear, Mlp, Module, Param, Params, Relu, Sigmoid, Tanh,
+        Detach, Embedding, Gelu, GeluTanh, Init, LayerNorm, Linear, Mlp, Module, Param, Params, Relu,
+        Sigmoid, Tanh,
     };
     pub use crate::optim::{Adam, Optimizer, Sgd};
     pub use crate::shape::{

@@ -1,14 +1,15 @@
 //! A panicking method (run-time dims that disagree, an invalid optimizer or clipping setting, a
 //! second backward through a graph, an optimizer stepping another model, a batch size of 0, a
-//! sample or digit out of range) reports the caller's line, not a line inside the library: that
-//! line is where the bug is. One test, since the panic hook it sets is global to the process.
+//! sample, digit or embedding index out of range) reports the caller's line, not a line inside
+//! the library: that line is where the bug is. One test, since the panic hook it sets is global
+//! to the process.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
 
 use rand::SeedableRng;
 use teenygrad::data::{Batcher, Dataset, Remainder, render_digit};
-use teenygrad::nn::Linear;
+use teenygrad::nn::{Embedding, Linear};
 use teenygrad::optim::clip_grad_norm as clip;
 use teenygrad::prelude::*;
 use teenygrad::tensor::mse;
@@ -62,6 +63,7 @@ fn panics_report_the_callers_line() {
     };
     sgd.step(&mut layer);
     adam.step(&mut layer);
+    let (emb, ids) = (Embedding::<4, 2>::init(&mut seeded(6)), &[1, 4][..]);
     // One line each: `line!()` must be the line of the call.
     let cases: Vec<Case> = vec![
         ("add: ", line!(), Box::new(|| drop(&a + &b))),
@@ -84,6 +86,7 @@ fn panics_report_the_callers_line() {
         ("Batch", line!(), Box::new(|| _ = Batcher::new(9, 0, keep, r))),
         ("Dataset::gather", line!(), Box::new(|| drop(data.gather(&[1])))),
         ("render", line!(), Box::new(|| _ = render_digit(10, r2))),
+        ("select_rows", line!(), Box::new(|| drop(emb.forward(ids)))),
     ];
     let sites: Vec<_> = cases
         .into_iter()

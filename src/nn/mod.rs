@@ -1,5 +1,6 @@
 //! Neural-network building blocks: the [`Module`] trait, [`Linear`] layers, [`LayerNorm`],
-//! activations, sequential composition as tuples, and named access to parameters.
+//! [`Embedding`] tables, activations, sequential composition as tuples, and named access to
+//! parameters.
 //!
 //! A whole MLP is one type: `(Linear<64, 128>, Relu, Linear<128, 10>)` is [`Mlp<64, 128, 10>`].
 //! Parameters are named as PyTorch's `nn.Sequential` names them (`"0.weight"`, `"2.bias"`), so
@@ -66,6 +67,7 @@
 //! ```
 
 mod activation;
+mod embedding;
 mod linear;
 mod norm;
 mod params;
@@ -74,6 +76,7 @@ mod sequential;
 
 pub use self::safetensors::{from_bytes, load, save, to_bytes};
 pub use activation::{Gelu, GeluTanh, Relu, Sigmoid, Tanh};
+pub use embedding::Embedding;
 pub use linear::Linear;
 pub use norm::LayerNorm;
 pub use params::{Name, Param, Params, join};
@@ -82,7 +85,7 @@ pub use params::{Name, Param, Params, join};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot take `{X}` as its input",
     label = "the input's shape or grad mode does not fit this module",
-    note = "a `Linear<I, O>` takes a tensor of rank 1 to 3 whose last dim is `Const<I>` and gives one whose last dim is `Const<O>`; a `LayerNorm<N>` takes and gives one whose last dim is `Const<N>`",
+    note = "a `Linear<I, O>` takes a tensor of rank 1 to 3 whose last dim is `Const<I>` and gives one whose last dim is `Const<O>`; a `LayerNorm<N>` takes and gives one whose last dim is `Const<N>`; an `Embedding<V, D>` takes indices: `&[usize; N]`, `&[usize]` or `&Vec<usize>`",
     note = "in a tuple of modules, each module's output is the next one's input",
     note = "a module takes its input by value (a `Tensor`, not `&Tensor`); in code generic over a grad mode `G`, bound it as the `nn` docs' residual block does (`G: Join<Tracked, Out = Tracked>`)"
 )]

@@ -1,0 +1,121 @@
+//! The embedding table: a learned vector per index.
+
+use rand::Rng;
+
+use super::params::{Param, Params, join};
+use super::{Detach, Init, Module};
+use crate::error::{Result, or_panic};
+use crate::shape::{Const, Dim, Rank2};
+use crate::tensor::{GradMode, NoGrad, Tensor, Tracked};
+
+/// A table of `V` vectors of `D` features, looked up by index (a token id), as PyTorch's
+/// `nn.Embedding(V, D)`: `weight` is `[V, D]`, initialized standard normal, and each index's
+/// output row is that row of `weight`. The gradient of a row is the sum of the gradients of the
+/// outputs that read it (a row no index read gets 0, and moves only with weight decay or
+/// momentum).
+///
+/// As a [`Module`] it takes `&[usize; N]` (a static batch, `[N, D]` out), `&[usize]` or
+/// `&Vec<usize>` (a run-time one, `[n, D]`) and panics on an index `>= V`, naming it; [`try_lookup`] returns
+/// the error instead. A `[B, T]` batch of sequences is its `B·T` ids, then
+/// [`reshape_to`](Tensor::reshape_to) `(B, T, D)`.
+///
+/// [`try_lookup`]: Embedding::try_lookup
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::nn::{Embedding, Init, Linear, Module};
+/// use rand::SeedableRng;
+/// let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+/// let model = (Embedding::<100, 8>::init(&mut rng), Linear::<8, 2>::init(&mut rng));
+/// let logits = model.forward(&[3, 14, 15, 92]);
+/// assert_eq!(logits.dims(), vec![4, 2]);
+/// assert!(model.0.try_lookup(&[100]).is_err());
+/// ```
+///
+/// Cloning gives an independent table, as [`Linear`](super::Linear)'s clone does.
+#[derive(Debug)]
+pub struct Embedding<const V: usize, const D: usize, G: GradMode = Tracked> {
+    /// The table, `[V, D]`: row `i` is index `i`'s vector.
+    pub weight: Tensor<Rank2<V, D>, G>,
+}
+
+impl<const V: usize, const D: usize, G: GradMode> Clone for Embedding<V, D, G> {
+    fn clone(&self) -> Self {
+        Embedding {
+            weight: self.weight.copy_param(),
+        }
+    }
+}
+
+impl<const V: usize, const D: usize> Embedding<V, D> {
+    /// A table with the given `[V, D]` weight (for example pretrained vectors), tracked.
+    pub fn from_weight(weight: Tensor<Rank2<V, D>>) -> Self {
+        Embedding {
+            weight: weight.requires_grad(),
+        }
+    }
+}
+
+impl<const V: usize, const D: usize> Init for Embedding<V, D> {
+    /// Standard normal weights, as PyTorch's default.
+    fn init<R: Rng + ?Sized>(rng: &mut R) -> Self {
+        Self::from_weight(Tensor::randn(rng))
+    }
+}
+
+impl<const V: usize, const D: usize, G: GradMode> Embedding<V, D, G> {
+    /// The vectors of `indices`, `[indices.len(), D]`, or [`Error::OutOfBounds`] naming an index
+    /// `>= V` (see [`Tensor::select_rows`]).
+    ///
+    /// [`Error::OutOfBounds`]: crate::Error::OutOfBounds
+    pub fn try_lookup(&self, indices: &[usize]) -> Result<Tensor<(usize, Const<D>), G>> {
+        self.weight.select_rows(indices)
+    }
+
+    /// [`try_lookup`](Self::try_lookup) into a batch of type `B` (`Const::<N>` for a static one).
+    pub fn try_lookup_in<B: Dim>(&self, batch: B, indices: &[usize]) -> Result<Tensor<(B, Const<D>), G>> {
+        self.weight.select_rows_in(batch, indices)
+    }
+}
+
+impl<const V: usize, const D: usize, const N: usize, G: GradMode> Module<&[usize; N]> for Embedding<V, D, G> {
+    type Output = Tensor<Rank2<N, D>, G>;
+    #[track_caller]
+    fn forward(&self, indices: &[usize; N]) -> Self::Output {
+        or_panic(self.try_lookup_in(Const, indices))
+    }
+}
+
+impl<const V: usize, const D: usize, G: GradMode> Module<&[usize]> for Embedding<V, D, G> {
+    type Output = Tensor<(usize, Const<D>), G>;
+    #[track_caller]
+    fn forward(&self, indices: &[usize]) -> Self::Output {
+        or_panic(self.try_lookup(indices))
+    }
+}
+
+impl<const V: usize, const D: usize, G: GradMode> Module<&Vec<usize>> for Embedding<V, D, G> {
+    type Output = Tensor<(usize, Const<D>), G>;
+    #[track_caller]
+    fn forward(&self, indices: &Vec<usize>) -> Self::Output {
+        or_panic(self.try_lookup(indices))
+    }
+}
+
+impl<const V: usize, const D: usize, G: GradMode> Params for Embedding<V, D, G> {
+    fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+        f(&join(prefix, "weight"), &self.weight);
+    }
+    fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+        f(&join(prefix, "weight"), &mut self.weight);
+    }
+}
+
+impl<const V: usize, const D: usize, G: GradMode> Detach for Embedding<V, D, G> {
+    type Detached = Embedding<V, D, NoGrad>;
+    fn detached(&self) -> Self::Detached {
+        Embedding {
+            weight: self.weight.detach(),
+        }
+    }
+}
