@@ -552,6 +552,27 @@ fn matmul_gradients_in_every_form() {
 }
 
 #[test]
+fn cat_gradients() {
+    let (x, y) = (uniform(32, 12, -1.0, 1.0), uniform(33, 4, -1.0, 1.0));
+    // Along a middle axis, from a transposed view, and a tensor joined to itself.
+    gradcheck("cat along the middle axis", &[x.clone(), y.clone()], |l| {
+        let (a, b) = (
+            l.next((Const::<2>, Const::<3>, Const::<2>)),
+            l.next((Const::<2>, Const::<1>, Const::<2>)),
+        );
+        weigh(&a.cat_in(&b, Axis::<1>, Const::<4>).sin())
+    });
+    gradcheck(
+        "cat of a transposed view and itself",
+        std::slice::from_ref(&x),
+        |l| {
+            let a = l.next((Const::<4>, Const::<3>)).t();
+            weigh(&a.cat_in(&a, Axis::<0>, Const::<6>).exp())
+        },
+    );
+}
+
+#[test]
 fn select_rows_gradients() {
     let x = uniform(31, 15, -1.0, 1.0);
     // Repeated and missing rows, from the leaf and from a transposed view of it, and the table

@@ -73,6 +73,7 @@ fn panics_report_the_callers_line() {
         ("maximum: ", line!(), Box::new(|| drop(a.maximum(&b)))),
         ("lt: ", line!(), Box::new(|| drop(a.lt(&b)))),
         ("where: ", line!(), Box::new(|| drop(b.where_else(&a, &b)))),
+        ("cat: ", line!(), Box::new(|| drop(a.cat(&b, Axis::<1>)))),
         ("matmul: ", line!(), Box::new(|| drop(w.matmul(&m)))),
         ("broadcast_to: ", line!(), Box::new(|| drop(a.broadcast_to(five)))),
         ("reshape: ", line!(), Box::new(|| drop(a.reshape_to(five)))),

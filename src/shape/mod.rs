@@ -5,6 +5,7 @@ pub mod runtime;
 
 pub mod axes;
 pub mod broadcast;
+pub mod cat;
 pub mod dims;
 pub mod matmul;
 pub mod permute;
@@ -15,6 +16,7 @@ pub mod single;
 
 pub use axes::{Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, HasAxis};
 pub use broadcast::{BroadcastDim, BroadcastShape, BroadcastTo, ExpandDim};
+pub use cat::CatAlong;
 pub use dims::{Const, ConstDim, Dim, One};
 pub use matmul::MatMulShape;
 pub use permute::PermuteShape;

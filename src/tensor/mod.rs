@@ -10,6 +10,7 @@
 //! assert_eq!(w.grad().unwrap().to_array(), [[-2.0, 2.0], [-2.0, 2.0]]);
 //! ```
 
+mod cat;
 mod check;
 mod composite;
 mod create;
