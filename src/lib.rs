@@ -22,14 +22,17 @@ pub mod prelude {
     pub use crate::error::{Error, Result};
     pub use crate::nn::{
         Detach, Embedding, Gelu, GeluTanh, Init, LayerNorm, Linear, Mlp, Module, Param, Params, Relu,
-        Sigmoid, Tanh,
+        Sigmoid, Silu, Softplus, Tanh,
     };
     pub use crate::optim::{Adam, Optimizer, Sgd};
     pub use crate::shape::{
         Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, Const, ConstShape, Dim, One, Rank0, Rank1, Rank2,
         Rank3, Rank4, Rank5, Rank6, Shape,
     };
-    pub use crate::tensor::{GradMode, Labels, NoGrad, Tensor, Tracked, cross_entropy, mse, try_mse};
+    pub use crate::tensor::{
+        GradMode, Labels, NoGrad, Tensor, Tracked, binary_cross_entropy_with_logits, cross_entropy, mse,
+        try_mse,
+    };
 }
 
 /// The README's examples, compiled and run as doc tests so they stay true.

@@ -200,6 +200,8 @@ fn unary_gradients() {
         ("sigmoid", |x| x.sigmoid(), uniform(6, 6, -4.0, 4.0)),
         ("relu", |x| x.relu(), spaced(7, 6)),
         ("gelu", |x| x.gelu(), uniform(8, 6, -4.0, 4.0)),
+        ("softplus", |x| x.softplus(), uniform(10, 6, -6.0, 6.0)),
+        ("silu", |x| x.silu(), uniform(11, 6, -6.0, 6.0)),
         ("square", |x| x.square(), any()),
         ("powf 2.5", |x| x.powf(2.5), positive()),
         ("powf 3 of any sign", |x| x.powf(3.0), any()),
@@ -388,6 +390,16 @@ fn cross_entropy_gradient_against_finite_differences() {
 
 /// LayerNorm is a composite of primitives: its input, weight and bias gradients through them,
 /// over a run-time batch of rows whose spreads differ (σ from about 0.2 to 2).
+#[test]
+fn bce_gradients_against_finite_differences() {
+    // Logits of both signs and targets in [0, 1]: both inputs tracked.
+    let (x, y) = (uniform(40, 6, -4.0, 4.0), uniform(41, 6, 0.0, 1.0));
+    gradcheck("binary_cross_entropy_with_logits", &[x, y], |l| {
+        let (x, y) = (l.next((Const::<2>, Const::<3>)), l.next((Const::<2>, Const::<3>)));
+        teenygrad::tensor::binary_cross_entropy_with_logits(&x, &y)
+    });
+}
+
 #[test]
 fn layer_norm_gradients_against_finite_differences() {
     let mut x = uniform(72, 12, -2.0, 2.0);

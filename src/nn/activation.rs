@@ -90,3 +90,23 @@ activation!(
     /// ```
     GeluTanh => gelu_tanh
 );
+activation!(
+    /// SiLU (swish), `x·sigmoid(x)`, as PyTorch's `nn.SiLU`.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// use teenygrad::nn::{Module, Silu};
+    /// assert_eq!(Silu.forward(Tensor::from([0.0])).to_array(), [0.0]);
+    /// ```
+    Silu => silu
+);
+activation!(
+    /// `log(1 + eˣ)` ([`Tensor::softplus`]), as PyTorch's `nn.Softplus()`.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// use teenygrad::nn::{Module, Softplus};
+    /// assert_eq!(Softplus.forward(Tensor::from([100.0])).to_array(), [100.0]);
+    /// ```
+    Softplus => softplus
+);

@@ -75,7 +75,7 @@ pub(crate) mod safetensors;
 mod sequential;
 
 pub use self::safetensors::{from_bytes, load, save, to_bytes};
-pub use activation::{Gelu, GeluTanh, Relu, Sigmoid, Tanh};
+pub use activation::{Gelu, GeluTanh, Relu, Sigmoid, Silu, Softplus, Tanh};
 pub use embedding::Embedding;
 pub use linear::Linear;
 pub use norm::LayerNorm;

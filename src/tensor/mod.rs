@@ -16,6 +16,7 @@ mod composite;
 mod create;
 mod elementwise;
 mod fmt;
+mod logistic;
 mod matmul;
 mod movement;
 mod read;
@@ -23,6 +24,7 @@ mod reduce;
 mod select;
 
 pub use composite::{Labels, cross_entropy, mse, try_mse};
+pub use logistic::{binary_cross_entropy_with_logits, try_binary_cross_entropy_with_logits};
 
 use std::marker::PhantomData;
 
