@@ -21,8 +21,8 @@ pub use rand;
 pub mod prelude {
     pub use crate::error::{Error, Result};
     pub use crate::nn::{
-        Detach, Embedding, Gelu, GeluTanh, Init, LayerNorm, Linear, Mlp, Module, Param, Params, Relu,
-        Sigmoid, Silu, Softplus, Tanh,
+        Detach, Dropout, Embedding, Gelu, GeluTanh, Init, LayerNorm, Linear, Mlp, Module, Param, Params,
+        Relu, Sigmoid, Silu, Softplus, Tanh,
     };
     pub use crate::optim::{Adam, Optimizer, Sgd};
     pub use crate::shape::{

@@ -1,6 +1,6 @@
 //! Neural-network building blocks: the [`Module`] trait, [`Linear`] layers, [`LayerNorm`],
-//! [`Embedding`] tables, activations, sequential composition as tuples, and named access to
-//! parameters.
+//! [`Embedding`] tables, [`Dropout`], activations, sequential composition as tuples, and named
+//! access to parameters.
 //!
 //! A whole MLP is one type: `(Linear<64, 128>, Relu, Linear<128, 10>)` is [`Mlp<64, 128, 10>`].
 //! Parameters are named as PyTorch's `nn.Sequential` names them (`"0.weight"`, `"2.bias"`), so
@@ -67,6 +67,7 @@
 //! ```
 
 mod activation;
+mod dropout;
 mod embedding;
 mod linear;
 mod norm;
@@ -76,6 +77,7 @@ mod sequential;
 
 pub use self::safetensors::{from_bytes, load, save, to_bytes};
 pub use activation::{Gelu, GeluTanh, Relu, Sigmoid, Silu, Softplus, Tanh};
+pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use linear::Linear;
 pub use norm::LayerNorm;

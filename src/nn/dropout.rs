@@ -1,0 +1,142 @@
+//! Dropout: zeroing random activations while training.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use super::params::{Param, Params};
+use super::{Detach, Init, Module};
+use crate::autograd::Var;
+use crate::lazy::{BinaryOp, LazyBuffer};
+use crate::shape::Shape;
+use crate::tensor::{GradMode, Tensor};
+
+/// While training, each value is zeroed with probability `p` and the rest scaled by `1/(1 − p)`,
+/// so the expected value is unchanged; in evaluation mode it passes values through. As PyTorch's
+/// `nn.Dropout(p)`: a new layer is in training mode, [`eval`](Dropout::eval) and
+/// [`train`](Dropout::train) switch it, and each kept value is `x·(1/(1 − p))`, PyTorch's
+/// arithmetic. The gradient takes the same mask and scale.
+///
+/// The layer draws its masks from its own generator, seeded when it is made, so a run is
+/// repeatable: [`Init::init`] seeds it from the caller's RNG (and takes PyTorch's default,
+/// `p = 0.5`). Its [`Detach`] twin, for inference, is in evaluation mode.
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::nn::Dropout;
+/// let drop = Dropout::new(0.5, 7);
+/// let y = drop.forward(Tensor::<Rank1<1000>>::ones()).to_vec();
+/// assert!(y.iter().all(|&v| v == 0.0 || v == 2.0));
+/// drop.eval();
+/// assert_eq!(drop.forward(Tensor::from([3.0])).to_array(), [3.0]);
+/// ```
+#[derive(Debug)]
+pub struct Dropout {
+    p: f32,
+    training: AtomicBool,
+    rng: Mutex<StdRng>,
+}
+
+impl Dropout {
+    /// A layer in training mode that drops with probability `p`, drawing its masks from a
+    /// generator seeded with `seed`.
+    ///
+    /// # Panics
+    /// If `p` is not in `[0, 1]` (naming it): a setting, not data.
+    #[track_caller]
+    pub fn new(p: f32, seed: u64) -> Self {
+        assert!(
+            (0.0..=1.0).contains(&p),
+            "Dropout: p = {p} is not a probability in [0, 1]"
+        );
+        Dropout {
+            p,
+            training: AtomicBool::new(true),
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+        }
+    }
+
+    /// The probability of dropping a value.
+    pub fn p(&self) -> f32 {
+        self.p
+    }
+
+    /// Training mode: values are dropped.
+    pub fn train(&self) {
+        self.training.store(true, Ordering::Relaxed);
+    }
+
+    /// Evaluation mode: values pass through.
+    pub fn eval(&self) {
+        self.training.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether the layer is in training mode.
+    pub fn is_training(&self) -> bool {
+        self.training.load(Ordering::Relaxed)
+    }
+
+    /// A mask of `shape`: `1/(1 − p)` where a value is kept, 0 where it is dropped.
+    fn mask(&self, shape: &[usize]) -> LazyBuffer {
+        let scale = if self.p < 1.0 { 1.0 / (1.0 - self.p) } else { 0.0 };
+        let mut rng = self.rng.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let values = (0..crate::shape::runtime::numel(shape)).map(|_| {
+            let keep = rng.random::<f32>() >= self.p;
+            if keep { scale } else { 0.0 }
+        });
+        LazyBuffer::from_values(values, shape).expect("a mask's values fill its shape")
+    }
+}
+
+impl Clone for Dropout {
+    /// The same settings, mode and generator state: the clone draws the masks the original
+    /// would have drawn next.
+    fn clone(&self) -> Self {
+        let rng = self
+            .rng
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        Dropout {
+            p: self.p,
+            training: AtomicBool::new(self.is_training()),
+            rng: Mutex::new(rng),
+        }
+    }
+}
+
+impl Init for Dropout {
+    /// `p = 0.5`, the generator seeded from `rng`.
+    fn init<R: Rng + ?Sized>(rng: &mut R) -> Self {
+        Dropout::new(0.5, rng.random())
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<S: Shape, G: GradMode> Module<Tensor<S, G>> for Dropout {
+    type Output = Tensor<S, G>;
+    fn forward(&self, x: Tensor<S, G>) -> Tensor<S, G> {
+        if !self.is_training() || self.p == 0.0 {
+            return x;
+        }
+        let mask = Var::untracked(self.mask(&x.dims()));
+        Tensor::from_var(x.shape(), x.var.binary(BinaryOp::Mul, &mask))
+    }
+}
+
+impl Params for Dropout {
+    fn visit(&self, _: &str, _: &mut dyn FnMut(&str, &dyn Param)) {}
+    fn visit_mut(&mut self, _: &str, _: &mut dyn FnMut(&str, &mut dyn Param)) {}
+}
+
+impl Detach for Dropout {
+    type Detached = Dropout;
+    /// An evaluation-mode copy (values pass through).
+    fn detached(&self) -> Dropout {
+        let twin = self.clone();
+        twin.eval();
+        twin
+    }
+}
