@@ -371,6 +371,12 @@ fn reduction_gradients() {
         let m = x.max_keepdim::<Axis<2>>();
         weigh(&((&x - &m).exp().sum_keepdim::<Axis<2>>().log() + &m))
     });
+    gradcheck("var axis 1", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).var::<Axis<1>>())
+    });
+    gradcheck("std axes 0, 2", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).std::<Axes2<0, 2>>())
+    });
 }
 
 /// Cross entropy has its own backward rule rather than its primitives' rules: check it through a

@@ -1,5 +1,5 @@
 //! Composite operations against f64 references computed by hand: softmax, log_softmax,
-//! logsumexp, var, erf, gelu (both forms), cross entropy (values, errors, gradients), mse and
+//! logsumexp, var, std, erf, gelu (both forms), cross entropy (values, errors, gradients), mse and
 //! argmax_rows, clamp, masked_fill, tril and triu.
 
 use rand::rngs::StdRng;
@@ -250,6 +250,47 @@ fn var_is_bessel_corrected() {
         .var::<Axis<0>>()
         .item();
     assert!((shifted - 5.0 / 3.0).abs() < 1e-4, "{shifted}");
+}
+
+/// `std` is `√var`: within its rounding of f64 by rows (half an ulp for the root, half the
+/// variance's relative bound), and PyTorch's value, gradient and NaNs at the edges.
+#[test]
+fn std_is_the_root_of_the_corrected_variance() {
+    let data = random_matrix(4, 6, 3.0, 4);
+    let x = Tensor::<Rank2<4, 6>>::from_vec(data.clone(), Default::default()).unwrap();
+    let want: Vec<f64> = rows_of(&data, 6)
+        .iter()
+        .map(|r| {
+            let mean = r.iter().sum::<f64>() / 6.0;
+            (r.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / 5.0).sqrt()
+        })
+        .collect();
+    assert_close(
+        &x.std::<Axis<1>>().to_vec(),
+        &want,
+        |w| (32.0 + 0.5) * EPS * (w + 1.0),
+        "std rows",
+    );
+    // PyTorch 2.5.1: torch.tensor([1., 2., 4.]).std() = 1.5275251865386963 (√(7/3)), its
+    // gradient (x − mean)/(std·(n − 1)) = [-0.4364357590675354, -0.10910891741514206,
+    // 0.5455447435379028]; NaN over one value; a constant row's value 0 and gradient 0.
+    let v = Tensor::from([1.0, 2.0, 4.0]).requires_grad();
+    let s = v.std::<Axis<0>>();
+    assert_eq!(s.item(), (7.0f32 / 3.0).sqrt());
+    s.backward();
+    let g = v.grad().unwrap().to_vec();
+    let torch = [-0.4364357590675354, -0.10910891741514206, 0.5455447435379028];
+    for (&got, want) in g.iter().zip(torch) {
+        assert!((got as f64 - want).abs() <= 2.0 * EPS, "{got} against {want}");
+    }
+    assert!(Tensor::from([5.0]).std::<Axis<0>>().item().is_nan());
+    let flat = Tensor::from([[2.0, 2.0], [1.0, 3.0]]).requires_grad();
+    let rows = flat.std::<Axis<1>>();
+    assert_eq!(rows.to_array(), [0.0, 2f32.sqrt()]);
+    rows.sum_all().backward();
+    // Row 1: ±1/(1·√2).
+    let h = 0.5f32.sqrt();
+    assert_eq!(flat.grad().unwrap().to_array(), [[0.0, 0.0], [-h, h]]);
 }
 
 /// Bessel's correction has nothing to divide over fewer than two values: NaN, as in PyTorch (a

@@ -1,8 +1,9 @@
 //! Composite operations, built from primitives (their gradients follow from the primitives'):
-//! softmax, log_softmax, logsumexp, variance, GELU, and the losses (cross entropy from class
-//! indices, mean squared error). Cross entropy, the loss of nearly every classifier step, has its
-//! own backward rule, `(softmax − one_hot) · g / batch`: it records one rule instead of one per
-//! primitive, and its gradient is a single fused kernel over the forward's row maxima and sums.
+//! softmax, log_softmax, logsumexp, variance and standard deviation, GELU, and the losses (cross
+//! entropy from class indices, mean squared error). Cross entropy, the loss of nearly every
+//! classifier step, has its own backward rule, `(softmax − one_hot) · g / batch`: it records one
+//! rule instead of one per primitive, and its gradient is a single fused kernel over the
+//! forward's row maxima and sums.
 
 use super::{GradMode, Tensor};
 use crate::autograd::Var;
@@ -119,6 +120,45 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         let squares = Tensor::<S, G>::from_var(self.shape, centered.binary(BinaryOp::Mul, &centered));
         // Over no values the sum is 0: dividing it by 0, not by -1, gives NaN, as for one value.
         squares.sum::<Ax>() / (n as f32 - 1.0).max(0.0)
+    }
+
+    /// Standard deviation over `Ax` with Bessel's correction, `√var`, as `torch.std` does; NaN
+    /// over fewer than two values. Its gradient is `(x − mean)/((n − 1)·std)`, and 0 where the
+    /// values are all the same, as PyTorch's (the square root's slope there is infinite).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::from([[1.0, 3.0], [2.0, 2.0]]).std::<Axis<1>>().to_array(), [2f32.sqrt(), 0.0]);
+    /// ```
+    pub fn std<Ax: Axes>(&self) -> Tensor<S::Output, G>
+    where
+        S: ReduceShape<Ax>,
+    {
+        let axes = Ax::indices();
+        let dims = self.dims();
+        let n: usize = axes.iter().map(|&a| dims[a]).product();
+        let std = self.detach().var::<Ax>().var.buf().unary(UnaryOp::Sqrt);
+        let x = self.var.buf().into_owned();
+        let var = Var::record(std.clone(), &[&self.var], || {
+            Box::new(move |g: &LazyBuffer| {
+                let kept: Vec<usize> = (0..dims.len())
+                    .map(|d| if axes.contains(&d) { 1 } else { dims[d] })
+                    .collect();
+                let back = |t: &LazyBuffer| t.reshape(&kept).expand(&dims);
+                let mean = x
+                    .sum(&axes)
+                    .mul(&LazyBuffer::full(&kept, 1.0 / n as f32))
+                    .expand(&dims);
+                let std = back(&std);
+                let slope = x
+                    .sub(&mean)
+                    .div(&std.mul(&LazyBuffer::full(&dims, n as f32 - 1.0)));
+                let zero = LazyBuffer::full(&dims, 0.0);
+                let flat = std.binary(BinaryOp::CmpEq, &zero);
+                [flat.where_(&zero, &slope).mul(&back(g))].into()
+            }) as crate::autograd::BackwardFn
+        });
+        Tensor::from_var(self.shape.reduced(), var)
     }
 
     /// Each value limited to `[lo, hi]`: `min(max(x, lo), hi)`, as `torch.clamp`, so `hi` where
