@@ -6,16 +6,17 @@
 //! value from the pool of values made so far (so values are reused two or three times, and
 //! sometimes meet themselves, as in `x * x`) and applies one typed operation:
 //! * smooth unary functions and composites (sin, tanh, exp∘tanh, log(1 + x²), softmax,
-//!   log_softmax, gelu, erf, powf, ...), and the kinked ones (abs, relu);
+//!   log_softmax, gelu, erf, powf, softplus, silu, ...), and the kinked ones (abs, relu);
 //! * binary operations with another pool value of the same shape, with a reduced pool value
 //!   broadcast back (`(One, n)`, `(m, One)`, `(n,)`, `()`), or with a constant; `where`;
 //! * matrix products: matrix×matrix (the right side another pool value, its transpose, a reshape
 //!   of one, or a constant), matrix×vector, and batched rank-3 products;
 //! * views on views: transpose, reshape, pad, slice, a row or column sliced out and broadcast,
+//!   rows selected by index, a join with another pool value along either axis,
 //!   detours through rank 3 (reshape, any of the six permutations, then a reduction, a reshape
 //!   back, a batched Gram matrix or a broadcast), and detours through static shapes
 //!   (`Rank2<2, 3>`, `Rank3<2, 2, 3>`, ...: static permutes, pads, slices, softmax, matmuls);
-//! * reductions (sum, max, min, mean, var, logsumexp over an axis; sum and max over all).
+//! * reductions (sum, max, min, mean, var, std, logsumexp over an axis; sum and max over all).
 //!
 //! The loss is `Σ (value · W).sum_all()` over the last value, the values no step read (most of
 //! the time) and one more at random, with constant random weights `W`.
@@ -228,7 +229,7 @@ impl Builder {
     }
 
     fn smooth_unary(&mut self, x: &T2, c: &mut Choices) -> T2 {
-        match c.pick(19) {
+        match c.pick(21) {
             0 => x.sin(),
             1 => x.cos(),
             2 => x.tanh(),
@@ -247,6 +248,8 @@ impl Builder {
             15 => x.erf(),
             16 => x.gelu_tanh(),
             17 => 2.0 - x,
+            18 => x.softplus(),
+            19 => x.silu(),
             _ => 1.0 / (x.square() + 1.0),
         }
     }
@@ -384,7 +387,22 @@ impl Builder {
 
     fn movement(&mut self, x: &T2, c: &mut Choices) -> Option<T2> {
         let (m, n) = dims2(x);
-        Some(match c.pick(5) {
+        Some(match c.pick(7) {
+            5 => {
+                // Rows by index, repeated or left out.
+                let idx: Vec<usize> = (0..1 + c.pick(4)).map(|_| c.pick(m)).collect();
+                x.select_rows(&idx).unwrap()
+            }
+            6 => {
+                // Joined with a pool value (perhaps itself) that shares the other dim.
+                if c.pick(2) == 0 {
+                    let y = self.find(c, |(_, q)| q == n)?;
+                    x.cat(&y, Axis::<0>)
+                } else {
+                    let y = self.find(c, |(p, _)| p == m)?;
+                    y.cat(x, Axis::<1>)
+                }
+            }
             0 => {
                 if c.pick(2) == 0 {
                     x.t()
@@ -483,7 +501,7 @@ impl Builder {
 
     fn reduce(&mut self, x: &T2, c: &mut Choices) -> T2 {
         let (m, n) = dims2(x);
-        match c.pick(10) {
+        match c.pick(11) {
             0 => x.sum_keepdim::<Axis<0>>().reshape_to((1usize, n)),
             1 => {
                 let mx = x.max_keepdim::<Axis<1>>();
@@ -493,6 +511,7 @@ impl Builder {
             3 => x.mean::<Axis<1>>().reshape_to((m, 1usize)),
             4 => x.logsumexp::<Axis<1>>().reshape_to((1usize, m)),
             5 if m >= 2 => x.var::<Axis<0>>().reshape_to((n, 1usize)),
+            9 if n >= 2 => x.std::<Axis<1>>().reshape_to((1usize, m)),
             6 => x.sum_all().reshape_to((1usize, 1usize)),
             7 => x.max_all().broadcast_to((m, n)) + x,
             8 => x.sum::<Axis<0>>().reshape_to((n, 1usize)),
