@@ -16,8 +16,9 @@ use crate::tensor::{GradMode, Tensor};
 /// While training, each value is zeroed with probability `p` and the rest scaled by `1/(1 − p)`,
 /// so the expected value is unchanged; in evaluation mode it passes values through. As PyTorch's
 /// `nn.Dropout(p)`: a new layer is in training mode, [`eval`](Dropout::eval) and
-/// [`train`](Dropout::train) switch it, and each kept value is `x·(1/(1 − p))`, PyTorch's
-/// arithmetic. The gradient takes the same mask and scale.
+/// [`train`](Dropout::train) switch it, and each kept value is `x·s` with `s = 1/(1 − p)`
+/// computed as PyTorch computes it (`1 − p` in f64, rounded to f32, then divided into 1), so the
+/// same bits. The gradient takes the same mask and scale.
 ///
 /// The layer draws its masks from its own generator, seeded when it is made, so a run is
 /// repeatable: [`Init::init`] seeds it from the caller's RNG (and takes PyTorch's default,
@@ -34,19 +35,20 @@ use crate::tensor::{GradMode, Tensor};
 /// ```
 #[derive(Debug)]
 pub struct Dropout {
-    p: f32,
+    p: f64,
     training: AtomicBool,
     rng: Mutex<StdRng>,
 }
 
 impl Dropout {
-    /// A layer in training mode that drops with probability `p`, drawing its masks from a
-    /// generator seeded with `seed`.
+    /// A layer in training mode that drops with probability `p` (an `f64`, as PyTorch's, so
+    /// `0.9` is 0.9 and not the `f32` nearest it), drawing its masks from a generator seeded
+    /// with `seed`.
     ///
     /// # Panics
     /// If `p` is not in `[0, 1]` (naming it): a setting, not data.
     #[track_caller]
-    pub fn new(p: f32, seed: u64) -> Self {
+    pub fn new(p: f64, seed: u64) -> Self {
         assert!(
             (0.0..=1.0).contains(&p),
             "Dropout: p = {p} is not a probability in [0, 1]"
@@ -59,7 +61,7 @@ impl Dropout {
     }
 
     /// The probability of dropping a value.
-    pub fn p(&self) -> f32 {
+    pub fn p(&self) -> f64 {
         self.p
     }
 
@@ -80,10 +82,14 @@ impl Dropout {
 
     /// A mask of `shape`: `1/(1 − p)` where a value is kept, 0 where it is dropped.
     fn mask(&self, shape: &[usize]) -> LazyBuffer {
-        let scale = if self.p < 1.0 { 1.0 / (1.0 - self.p) } else { 0.0 };
+        let scale = if self.p < 1.0 {
+            1.0 / (1.0 - self.p) as f32
+        } else {
+            0.0
+        };
         let mut rng = self.rng.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let values = (0..crate::shape::runtime::numel(shape)).map(|_| {
-            let keep = rng.random::<f32>() >= self.p;
+            let keep = rng.random::<f64>() >= self.p;
             if keep { scale } else { 0.0 }
         });
         LazyBuffer::from_values(values, shape).expect("a mask's values fill its shape")
