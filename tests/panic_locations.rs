@@ -64,6 +64,7 @@ fn panics_report_the_callers_line() {
     sgd.step(&mut layer);
     adam.step(&mut layer);
     let (emb, ids) = (Embedding::<4, 2>::init(&mut seeded(6)), &[1, 4][..]);
+    let chain = (emb.clone(), Linear::<2, 3>::init(&mut seeded(7)));
     // One line each: `line!()` must be the line of the call.
     let cases: Vec<Case> = vec![
         ("add: ", line!(), Box::new(|| drop(&a + &b))),
@@ -88,6 +89,7 @@ fn panics_report_the_callers_line() {
         ("Dataset::gather", line!(), Box::new(|| drop(data.gather(&[1])))),
         ("render", line!(), Box::new(|| _ = render_digit(10, r2))),
         ("select_rows", line!(), Box::new(|| drop(emb.forward(ids)))),
+        ("select_rows", line!(), Box::new(|| drop(chain.forward(ids)))),
     ];
     let sites: Vec<_> = cases
         .into_iter()

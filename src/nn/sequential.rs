@@ -15,6 +15,9 @@ macro_rules! chain {
             $($m: Module<$prev::Output>,)*
         {
             type Output = $last::Output;
+            // A module that panics on its input (an embedding index out of range) reports the
+            // line that called the model, not this one.
+            #[track_caller]
             fn forward(&self, x: X) -> Self::Output {
                 let x = self.$fi.forward(x);
                 $(let x = self.$i.forward(x);)*
