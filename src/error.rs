@@ -60,6 +60,17 @@ pub enum Error {
         /// The block's dims.
         dims: Vec<usize>,
     },
+    /// An index past the end of what it indexes (an embedding id `>= V`).
+    IndexOutOfRange {
+        /// The operation, e.g. `"select_rows"`.
+        op: &'static str,
+        /// Where the index is in the list of indices given.
+        position: usize,
+        /// The index.
+        index: usize,
+        /// The length it must be below.
+        len: usize,
+    },
     /// A shape whose element count does not fit in `usize`.
     ShapeOverflow {
         /// The offending shape.
@@ -105,6 +116,15 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "{op}: a block of dims {dims:?} starting at {starts:?} does not lie inside shape {shape:?}"
+            ),
+            Error::IndexOutOfRange {
+                op,
+                position,
+                index,
+                len,
+            } => write!(
+                f,
+                "{op}: index {index} (at position {position}) is out of range for length {len}"
             ),
             Error::ShapeOverflow { shape } => {
                 write!(f, "shape {shape:?} has more elements than fit in usize")

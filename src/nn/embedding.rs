@@ -64,10 +64,10 @@ impl<const V: usize, const D: usize> Init for Embedding<V, D> {
 }
 
 impl<const V: usize, const D: usize, G: GradMode> Embedding<V, D, G> {
-    /// The vectors of `indices`, `[indices.len(), D]`, or [`Error::OutOfBounds`] naming an index
-    /// `>= V` (see [`Tensor::select_rows`]).
+    /// The vectors of `indices`, `[indices.len(), D]`, or [`Error::IndexOutOfRange`] naming an
+    /// index `>= V` and its position (see [`Tensor::select_rows`]).
     ///
-    /// [`Error::OutOfBounds`]: crate::Error::OutOfBounds
+    /// [`Error::IndexOutOfRange`]: crate::Error::IndexOutOfRange
     pub fn try_lookup(&self, indices: &[usize]) -> Result<Tensor<(usize, Const<D>), G>> {
         self.weight.select_rows(indices)
     }

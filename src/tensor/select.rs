@@ -14,7 +14,7 @@ impl<V: Dim, D: Dim, G: GradMode> Tensor<(V, D), G> {
     /// it came from. A batch of sequences of ids, `[B, T]`, is `B·T` indices, then
     /// [`reshape_to`](Self::reshape_to) `(B, T, D)`.
     ///
-    /// An index `>= V` is [`Error::OutOfBounds`] naming it (as the one-row block it would read).
+    /// An index `>= V` is [`Error::IndexOutOfRange`] naming it and its position.
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -46,15 +46,15 @@ impl<V: Dim, D: Dim, G: GradMode> Tensor<(V, D), G> {
                 op: "select_rows",
                 lhs: vec![indices.len()],
                 rhs: vec![batch.size()],
-                rule: "one index per row of the result",
+                rule: "the number of indices (left) must be the result's row count (right)",
             });
         }
-        if let Some(&row) = indices.iter().find(|&&r| r >= v.size()) {
-            return Err(Error::OutOfBounds {
+        if let Some((position, &index)) = indices.iter().enumerate().find(|&(_, &r)| r >= v.size()) {
+            return Err(Error::IndexOutOfRange {
                 op: "select_rows",
-                shape: self.dims(),
-                starts: vec![row, 0],
-                dims: vec![1, d.size()],
+                position,
+                index,
+                len: v.size(),
             });
         }
         let rows: Arc<[usize]> = indices.into();
