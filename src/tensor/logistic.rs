@@ -1,7 +1,7 @@
 //! The logistic family: softplus, SiLU, and binary cross entropy on logits. Each is written so
 //! that it keeps its accuracy where the naive formula cancels or overflows (`log(1 + eˣ)` is 0 at
-//! x = −20 and `inf` at 89), and softplus and the loss record one backward rule each, in terms
-//! of `sigmoid`, rather than one per primitive of a `log1p`.
+//! x = −20 and `inf` at 89), and each records one backward rule, in terms of `sigmoid` (the
+//! one PyTorch uses), rather than one per primitive.
 
 use super::{GradMode, Join, Tensor};
 use crate::autograd::{BackwardFn, Var};
@@ -44,7 +44,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         Tensor::from_var(self.shape, var)
     }
 
-    /// SiLU (swish), `x·sigmoid(x)`, as PyTorch's `silu`.
+    /// SiLU (swish), `x·sigmoid(x)`, as PyTorch's `silu`. One backward rule, PyTorch's:
+    /// `sigmoid(x)·(1 + x·(1 − sigmoid(x)))`.
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -53,10 +54,16 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// ```
     #[doc(alias("swish"))]
     pub fn silu(&self) -> Self {
-        Tensor::from_var(
-            self.shape,
-            self.var.binary(BinaryOp::Mul, &self.var.unary(UnaryOp::Sigmoid)),
-        )
+        let x = self.var.buf().into_owned();
+        let y = x.mul(&x.unary(UnaryOp::Sigmoid));
+        let var = Var::record(y, &[&self.var], || {
+            Box::new(move |g: &LazyBuffer| {
+                let (s, one) = (x.unary(UnaryOp::Sigmoid), LazyBuffer::full(x.shape(), 1.0));
+                let slope = s.mul(&one.add(&x.mul(&one.sub(&s))));
+                [g.mul(&slope)].into()
+            }) as BackwardFn
+        });
+        Tensor::from_var(self.shape, var)
     }
 }
 
