@@ -97,6 +97,31 @@ fn eval_mode_and_the_detached_twin_pass_values_through() {
 }
 
 #[test]
+fn a_model_switches_every_dropout_it_holds() {
+    // Nested tuples pass the mode down; layers without one ignore it.
+    let mut rng = StdRng::seed_from_u64(12);
+    let model = (
+        (Linear::<4, 4>::init(&mut rng), Dropout::new(0.5, 1)),
+        Relu,
+        Dropout::new(0.5, 2),
+    );
+    model.eval();
+    assert!(!model.0.1.is_training() && !model.2.is_training());
+    let x = Tensor::<Rank2<8, 4>>::randn(&mut rng);
+    assert_eq!(
+        model.forward(x.clone()).to_vec(),
+        model.forward(x.clone()).to_vec()
+    );
+    model.train();
+    assert!(model.0.1.is_training() && model.2.is_training());
+    // A list of modules too.
+    let list = vec![Dropout::new(0.5, 3), Dropout::new(0.5, 4)];
+    list.eval();
+    assert!(list.iter().all(|d| !d.is_training()));
+    assert_ne!(model.forward(x.clone()).to_vec(), model.forward(x).to_vec());
+}
+
+#[test]
 fn masks_repeat_from_the_seed_and_a_clone_continues_the_stream() {
     let x = Tensor::<Rank1<256>>::ones();
     let (a, b) = (Dropout::new(0.5, 9), Dropout::new(0.5, 9));

@@ -15,8 +15,8 @@ use crate::tensor::{GradMode, Tensor};
 
 /// While training, each value is zeroed with probability `p` and the rest scaled by `1/(1 − p)`,
 /// so the expected value is unchanged; in evaluation mode it passes values through. As PyTorch's
-/// `nn.Dropout(p)`: a new layer is in training mode, [`eval`](Dropout::eval) and
-/// [`train`](Dropout::train) switch it, and each kept value is `x·s` with `s = 1/(1 − p)`
+/// `nn.Dropout(p)`: a new layer is in training mode, [`Params::eval`] and [`Params::train`]
+/// switch it (on a whole model too), and each kept value is `x·s` with `s = 1/(1 − p)`
 /// computed as PyTorch computes it (`1 − p` in f64, rounded to f32, then divided into 1), so the
 /// same bits. The gradient takes the same mask and scale.
 ///
@@ -63,16 +63,6 @@ impl Dropout {
     /// The probability of dropping a value.
     pub fn p(&self) -> f64 {
         self.p
-    }
-
-    /// Training mode: values are dropped.
-    pub fn train(&self) {
-        self.training.store(true, Ordering::Relaxed);
-    }
-
-    /// Evaluation mode: values pass through.
-    pub fn eval(&self) {
-        self.training.store(false, Ordering::Relaxed);
     }
 
     /// Whether the layer is in training mode.
@@ -135,6 +125,9 @@ impl<S: Shape, G: GradMode> Module<Tensor<S, G>> for Dropout {
 impl Params for Dropout {
     fn visit(&self, _: &str, _: &mut dyn FnMut(&str, &dyn Param)) {}
     fn visit_mut(&mut self, _: &str, _: &mut dyn FnMut(&str, &mut dyn Param)) {}
+    fn set_training(&self, training: bool) {
+        self.training.store(training, Ordering::Relaxed);
+    }
 }
 
 impl Detach for Dropout {

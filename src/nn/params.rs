@@ -97,6 +97,41 @@ pub trait Params {
         count
     }
 
+    /// Switches layers that train differently from how they evaluate ([`Dropout`]) to training
+    /// (`true`) or evaluation (`false`). Layers without such behaviour ignore it (the default);
+    /// tuples pass it to each module, and a model struct should pass it to its fields as its
+    /// `visit` does, or its dropout layers keep their mode. [`Detach`]'s twin is always in
+    /// evaluation mode.
+    ///
+    /// [`Dropout`]: super::Dropout
+    /// [`Detach`]: super::Detach
+    fn set_training(&self, training: bool) {
+        let _ = training;
+    }
+
+    /// Training mode for every layer: [`set_training(true)`](Self::set_training), as PyTorch's
+    /// `model.train()`.
+    fn train(&self) {
+        self.set_training(true);
+    }
+
+    /// Evaluation mode for every layer: [`set_training(false)`](Self::set_training), as
+    /// PyTorch's `model.eval()`.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// use rand::SeedableRng;
+    /// let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    /// let model = <(Linear<4, 8>, Relu, Dropout, Linear<8, 2>)>::init(&mut rng);
+    /// model.eval();
+    /// assert!(!model.2.is_training());
+    /// let x = Tensor::<Rank2<3, 4>>::randn(&mut rng);
+    /// assert_eq!(model.forward(x.clone()).to_vec(), model.forward(x).to_vec());
+    /// ```
+    fn eval(&self) {
+        self.set_training(false);
+    }
+
     /// Clears every parameter's gradient.
     fn zero_grad(&self) {
         self.visit("", &mut |_, p| p.zero_grad());
@@ -200,6 +235,9 @@ impl<M: Params> Params for Vec<M> {
         for (i, m) in self.iter_mut().enumerate() {
             m.visit_mut(&join(prefix, &i.to_string()), f);
         }
+    }
+    fn set_training(&self, training: bool) {
+        self.iter().for_each(|m| m.set_training(training));
     }
 }
 

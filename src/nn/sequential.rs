@@ -56,6 +56,9 @@ macro_rules! elementwise_traits {
             fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
                 $(self.$i.visit_mut(&join(prefix, stringify!($i)), f);)+
             }
+            fn set_training(&self, training: bool) {
+                $(self.$i.set_training(training);)+
+            }
         }
 
         impl<$($m: Detach),+> Detach for ($($m,)+) {
