@@ -31,7 +31,7 @@ pub mod prelude {
     };
     pub use crate::tensor::{
         GradMode, Labels, NoGrad, Tensor, Tracked, binary_cross_entropy_with_logits, cross_entropy, mse,
-        try_mse,
+        nll_loss, try_mse,
     };
 }
 

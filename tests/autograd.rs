@@ -603,6 +603,11 @@ fn select_rows_gradients() {
                 .tanh(),
         )
     });
+    gradcheck("nll_loss of log_softmax", &[uniform(34, 12, -2.0, 2.0)], |l| {
+        let labels = Labels::new(vec![2, 0, 3], Const::<3>).unwrap();
+        let log_probs = l.next((Const::<3>, Const::<4>)).log_softmax::<Axis<1>>();
+        teenygrad::tensor::nll_loss(&log_probs, &labels).unwrap()
+    });
     gradcheck(
         "select_rows of a transposed view",
         std::slice::from_ref(&x),

@@ -1,6 +1,7 @@
 //! Selecting rows by index (`Tensor::select_rows`): values against the table read by hand through
 //! every kind of view, the gradient against sums written out by hand and in f64, boundaries (no
-//! indices, no features, one row), errors, and replays.
+//! indices, no features, one row), errors, and replays. Then one column per row
+//! (`gather_columns`) and the negative log-likelihood built on it.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -237,4 +238,60 @@ fn a_repeated_step_replays_with_its_own_indices() {
     let got = step(&[4, 0, 4]);
     assert_eq!(stats::get().schedules_reused, 1, "{:?}", stats::get());
     assert_eq!(got, vec![9.0, 10.0, 1.0, 2.0, 9.0, 10.0]);
+}
+
+#[test]
+fn gather_columns_picks_each_rows_label_and_sends_the_gradient_back_there() {
+    let x = Tensor::from([[0.1, 0.9, -3.0], [0.7, 0.3, f32::INFINITY]]).requires_grad();
+    let labels = Labels::new(vec![1, 2], Const::<2>).unwrap();
+    let picked = x.gather_columns(&labels).unwrap();
+    assert_eq!(picked.to_array(), [0.9, f32::INFINITY]);
+    // An upstream NaN reaches only its own entry: the rest of the row gets 0, not NaN.
+    (picked * Tensor::from([2.0, f32::NAN])).sum_all().backward();
+    let g = x.grad().unwrap().to_vec();
+    assert_eq!(g[..5], [0.0, 2.0, 0.0, 0.0, 0.0]);
+    assert!(g[5].is_nan());
+    // Errors: a label out of range, labels for another batch.
+    let e = x
+        .gather_columns(&Labels::new(vec![0, 3], Const::<2>).unwrap())
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "gather_columns: index 3 (at position 1) is out of range for length 3"
+    );
+    let runtime = Tensor::<(usize, Const<3>)>::zeros_in((2, Const));
+    assert!(runtime.gather_columns(&Labels::from_vec(vec![0])).is_err());
+}
+
+#[test]
+fn nll_loss_by_hand_and_beside_cross_entropy() {
+    // −(−0.1 − 0.4 − 4.0)/3 = 1.5; each picked entry's gradient −1/3.
+    let log_probs =
+        Tensor::from([[-0.1, -2.4, -3.0], [-1.2, -0.4, -2.2], [-0.05, -3.5, -4.0]]).requires_grad();
+    let labels = Labels::new(vec![0, 1, 2], Const::<3>).unwrap();
+    let loss = teenygrad::tensor::nll_loss(&log_probs, &labels).unwrap();
+    assert!((loss.item() - 1.5).abs() <= 2.0 * f32::EPSILON * 1.5);
+    loss.backward();
+    let third = -1.0f32 / 3.0;
+    assert_eq!(
+        log_probs.grad().unwrap().to_array(),
+        [[third, 0.0, 0.0], [0.0, third, 0.0], [0.0, 0.0, third]]
+    );
+    // nll_loss of log_softmax is cross entropy: the same within a few ulps of the loss (the two
+    // round the shifted logits and the log-sum-exp in other orders).
+    let logits = Tensor::<Rank2<16, 10>>::randn(&mut StdRng::seed_from_u64(9));
+    let labels = Labels::new((0..16).map(|i| (i * 7) % 10).collect(), Const::<16>).unwrap();
+    let nll = teenygrad::tensor::nll_loss(&logits.log_softmax::<Axis<1>>(), &labels)
+        .unwrap()
+        .item();
+    let ce = cross_entropy(&logits, &labels).unwrap().item();
+    assert!((nll - ce).abs() <= 8.0 * f32::EPSILON * ce, "{nll} against {ce}");
+    // An empty batch: the mean of nothing, NaN.
+    let none = Tensor::<(usize, Const<3>)>::zeros_in((0, Const));
+    assert!(
+        teenygrad::tensor::nll_loss(&none, &Labels::from_vec(vec![]))
+            .unwrap()
+            .item()
+            .is_nan()
+    );
 }

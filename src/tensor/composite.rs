@@ -257,8 +257,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 /// type, so logits and labels of different static batch sizes do not compile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Labels<B: Dim> {
-    batch: B,
-    indices: Vec<usize>,
+    pub(super) batch: B,
+    pub(super) indices: Vec<usize>,
 }
 
 impl<B: Dim> Labels<B> {
@@ -374,7 +374,7 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
 /// `column == label`, which the kernel reading it computes in place, so no `batch × classes`
 /// buffer is filled; class indices up to 2^24 are exact in `f32`, and beyond that the matrix is
 /// written out.
-fn one_hot(indices: &[usize], classes: usize) -> Result<LazyBuffer> {
+pub(super) fn one_hot(indices: &[usize], classes: usize) -> Result<LazyBuffer> {
     let batch = indices.len();
     if classes > 1 << 24 {
         let mut one_hot = vec![0.0f32; batch * classes];

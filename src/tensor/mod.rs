@@ -25,6 +25,7 @@ mod select;
 
 pub use composite::{Labels, cross_entropy, mse, try_mse};
 pub use logistic::{binary_cross_entropy_with_logits, try_binary_cross_entropy_with_logits};
+pub use select::nll_loss;
 
 use std::marker::PhantomData;
 

@@ -1,11 +1,14 @@
-//! Selecting rows by index: the lookup behind an embedding table.
+//! Selecting by index: rows (the lookup behind an embedding table), and one column per row (the
+//! label's log-probability in a negative log-likelihood).
 
 use std::sync::Arc;
 
+use super::composite::{Labels, one_hot};
 use super::{GradMode, Tensor};
-use crate::autograd::Var;
+use crate::autograd::{BackwardFn, Var};
 use crate::error::{Error, Result};
-use crate::shape::Dim;
+use crate::lazy::LazyBuffer;
+use crate::shape::{Const, Dim};
 
 impl<V: Dim, D: Dim, G: GradMode> Tensor<(V, D), G> {
     /// The rows at `indices`, in that order: row `i` of the result is row `indices[i]` (a row may
@@ -61,9 +64,79 @@ impl<V: Dim, D: Dim, G: GradMode> Tensor<(V, D), G> {
         let x = self.var.buf().into_owned();
         let picked = x.pick_rows(rows.clone());
         let var = Var::record(picked, &[&self.var], || {
-            Box::new(move |g: &crate::lazy::LazyBuffer| [g.add_rows(rows, v.size())].into())
-                as crate::autograd::BackwardFn
+            Box::new(move |g: &LazyBuffer| [g.add_rows(rows, v.size())].into()) as BackwardFn
         });
         Ok(Tensor::from_var((batch, d), var))
     }
+}
+
+impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
+    /// Each row's value at its label's column: `[B, C]` to `[B]`, as PyTorch's
+    /// `x.gather(1, labels[:, None])[:, 0]` (`x[range(B), labels]`). The gradient goes to those
+    /// entries alone (0 elsewhere, even where the gradient is not finite).
+    ///
+    /// A label `>= C` is [`Error::IndexOutOfRange`] naming it and its row; labels for another
+    /// run-time batch size are [`Error::ShapeMismatch`].
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let x = Tensor::from([[0.1, 0.9], [0.7, 0.3]]);
+    /// let picked = x.gather_columns(&Labels::new(vec![1, 0], Const::<2>).unwrap()).unwrap();
+    /// assert_eq!(picked.to_array(), [0.9, 0.7]);
+    /// ```
+    #[doc(alias("gather", "take_along_axis"))]
+    pub fn gather_columns(&self, labels: &Labels<B>) -> Result<Tensor<(B,), G>> {
+        let batch = self.shape.0;
+        if labels.batch.size() != batch.size() {
+            return Err(Error::ShapeMismatch {
+                op: "gather_columns",
+                lhs: self.dims(),
+                rhs: vec![labels.batch.size()],
+                rule: "one label per row",
+            });
+        }
+        if let Some((position, &index)) = labels.indices.iter().enumerate().find(|&(_, &l)| l >= C) {
+            return Err(Error::IndexOutOfRange {
+                op: "gather_columns",
+                position,
+                index,
+                len: C,
+            });
+        }
+        let picked = self
+            .var
+            .buf()
+            .pick_columns(labels.indices[..].into())
+            .reshape(&[batch.size()]);
+        let var = Var::record(picked, &[&self.var], || {
+            let one_hot = one_hot(&labels.indices, C).expect("a one-hot matrix's values fill its shape");
+            Box::new(move |g: &LazyBuffer| {
+                let shape = one_hot.shape().to_vec();
+                let g = g.reshape(&[shape[0], 1]).expand(&shape);
+                [one_hot.where_(&g, &LazyBuffer::full(&shape, 0.0))].into()
+            }) as BackwardFn
+        });
+        Ok(Tensor::from_var((batch,), var))
+    }
+}
+
+/// Mean negative log-likelihood of `log_probs` (one row of log-probabilities per sample, as
+/// `log_softmax` gives) at the class `labels`: `−mean_i(log_probs[i, label_i])`, as PyTorch's
+/// `nll_loss`. With `log_softmax` it is [`cross_entropy`](super::cross_entropy), which fuses
+/// the two. NaN over an empty batch, as PyTorch's.
+///
+/// Errors as [`Tensor::gather_columns`].
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::tensor::nll_loss;
+/// let log_probs = Tensor::from([[-0.1, -2.4], [-1.2, -0.4]]);
+/// let loss = nll_loss(&log_probs, &Labels::new(vec![0, 1], Const::<2>).unwrap()).unwrap();
+/// assert!((loss.item() - 0.25).abs() < 1e-7);
+/// ```
+pub fn nll_loss<B: Dim, const C: usize, G: GradMode>(
+    log_probs: &Tensor<(B, Const<C>), G>,
+    labels: &Labels<B>,
+) -> Result<Tensor<(), G>> {
+    Ok(-log_probs.gather_columns(labels)?.mean_all())
 }
