@@ -66,3 +66,15 @@ fn an_embedding_learns_which_class_each_token_means() {
     assert_eq!(predicted, meaning);
     assert_eq!(model.0.weight.to_vec()[8 * 4..], unread);
 }
+
+#[test]
+fn a_static_batch_of_sequences_gives_rank_three() {
+    let mut rng = StdRng::seed_from_u64(4);
+    let model = (Embedding::<10, 3>::init(&mut rng), Linear::<3, 2>::init(&mut rng));
+    let ids = [[1, 2, 9, 1], [0, 0, 5, 7]];
+    let vectors: Tensor<Rank3<2, 4, 3>, Tracked> = model.0.forward(&ids);
+    let flat: Vec<usize> = ids.concat();
+    assert_eq!(vectors.to_vec(), picked(&model.0.weight, &flat));
+    // On through a layer that takes `[B, T, I]`.
+    assert_eq!(model.forward(&ids).dims(), vec![2, 4, 2]);
+}

@@ -5,7 +5,7 @@ use rand::Rng;
 use super::params::{Param, Params, join};
 use super::{Detach, Init, Module};
 use crate::error::{Result, or_panic};
-use crate::shape::{Const, Dim, Rank2};
+use crate::shape::{Const, Dim, Rank2, Rank3};
 use crate::tensor::{GradMode, NoGrad, Tensor, Tracked};
 
 /// A table of `V` vectors of `D` features, looked up by index (a token id), as PyTorch's
@@ -14,10 +14,11 @@ use crate::tensor::{GradMode, NoGrad, Tensor, Tracked};
 /// outputs that read it (a row no index read gets 0, and moves only with weight decay or
 /// momentum).
 ///
-/// As a [`Module`] it takes `&[usize; N]` (a static batch, `[N, D]` out), `&[usize]` or
-/// `&Vec<usize>` (a run-time one, `[n, D]`) and panics on an index `>= V`, naming it; [`try_lookup`] returns
-/// the error instead. A `[B, T]` batch of sequences is its `B·T` ids, then
-/// [`reshape_to`](Tensor::reshape_to) `(B, T, D)`.
+/// As a [`Module`] it takes `&[usize; N]` (a static batch, `[N, D]` out), `&[[usize; T]; B]` (a
+/// static batch of sequences, `[B, T, D]` out), `&[usize]` or `&Vec<usize>` (a run-time batch,
+/// `[n, D]`) and panics on an index `>= V`, naming it; [`try_lookup`] returns the error instead.
+/// A run-time batch of sequences is its `B·T` ids, then [`reshape_to`](Tensor::reshape_to)
+/// `(B, T, D)`.
 ///
 /// [`try_lookup`]: Embedding::try_lookup
 ///
@@ -83,6 +84,18 @@ impl<const V: usize, const D: usize, const N: usize, G: GradMode> Module<&[usize
     #[track_caller]
     fn forward(&self, indices: &[usize; N]) -> Self::Output {
         or_panic(self.try_lookup_in(Const, indices))
+    }
+}
+
+/// A static batch of sequences, `[B, T]` ids to `[B, T, D]`.
+impl<const V: usize, const D: usize, const B: usize, const T: usize, G: GradMode> Module<&[[usize; T]; B]>
+    for Embedding<V, D, G>
+{
+    type Output = Tensor<Rank3<B, T, D>, G>;
+    #[track_caller]
+    fn forward(&self, indices: &[[usize; T]; B]) -> Self::Output {
+        let rows = or_panic(self.try_lookup(indices.as_flattened()));
+        rows.reshape_to(Default::default())
     }
 }
 
