@@ -220,10 +220,10 @@ fn run_index(node: &Node, kind: Indexing, x: &LazyBuffer, idx: &[usize]) {
         .expect("an index op's input is realized before it");
     let read = |row: usize, column: usize| x.view.position(&[row, column]).map_or(0.0, |p| buf[p as usize]);
     let width = x.shape()[1];
-    // A row stored in one piece (not padded, unit stride) is read as a slice.
+    // Rows stored in one piece (not padded, unit stride) are read as slices.
+    let in_place = width > 0 && x.view.mask().is_none() && (width == 1 || x.view.strides()[1] == 1);
     let row_slice = |row: usize| -> Option<&[f32]> {
-        let unit = x.view.mask().is_none() && (width <= 1 || x.view.strides()[1] == 1);
-        let start = x.view.position(&[row, 0]).filter(|_| unit && width > 0)? as usize;
+        let start = x.view.position(&[row, 0]).filter(|_| in_place)? as usize;
         Some(&buf[start..start + width])
     };
     let out: Storage = match kind {

@@ -290,6 +290,27 @@ impl<B: Dim> Labels<B> {
     pub fn indices(&self) -> &[usize] {
         &self.indices
     }
+
+    /// `Ok` if these label the rows of a `[rows, classes]` (`dims`) for `op`: one label per
+    /// row ([`Error::ShapeMismatch`]), each below `classes` ([`Error::Data`] naming the label).
+    pub(super) fn check(&self, op: &'static str, dims: &[usize]) -> Result<()> {
+        if self.batch.size() != dims[0] {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: dims.to_vec(),
+                rhs: vec![self.batch.size()],
+                rule: "one label per row",
+            });
+        }
+        let classes = dims[1];
+        if let Some((i, &label)) = self.indices.iter().enumerate().find(|&(_, &l)| l >= classes) {
+            return Err(Error::Data {
+                location: format!("label {i}"),
+                message: format!("class {label} is out of range for {classes} classes"),
+            });
+        }
+        Ok(())
+    }
 }
 
 impl Labels<usize> {
@@ -323,21 +344,8 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
     logits: &Tensor<(B, Const<C>), G>,
     labels: &Labels<B>,
 ) -> Result<Tensor<(), G>> {
+    labels.check("cross_entropy", &logits.dims())?;
     let batch = logits.shape.0.size();
-    if labels.batch.size() != batch {
-        return Err(Error::ShapeMismatch {
-            op: "cross_entropy",
-            lhs: logits.dims(),
-            rhs: vec![labels.batch.size()],
-            rule: "one label per row of logits",
-        });
-    }
-    if let Some((i, &label)) = labels.indices.iter().enumerate().find(|&(_, &l)| l >= C) {
-        return Err(Error::Data {
-            location: format!("label {i}"),
-            message: format!("class {label} is out of range for {C} classes"),
-        });
-    }
     // The forward pass records no rules: the loss has one, below.
     let x = logits.var.buf().into_owned();
     // Per row, `log Σ exp(x - m) - (x[label] - m)` with `m` the maximum: the shifted logits keep

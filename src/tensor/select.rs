@@ -61,8 +61,7 @@ impl<V: Dim, D: Dim, G: GradMode> Tensor<(V, D), G> {
             });
         }
         let rows: Arc<[usize]> = indices.into();
-        let x = self.var.buf().into_owned();
-        let picked = x.pick_rows(rows.clone());
+        let picked = self.var.buf().pick_rows(rows.clone());
         let var = Var::record(picked, &[&self.var], || {
             Box::new(move |g: &LazyBuffer| [g.add_rows(rows, v.size())].into()) as BackwardFn
         });
@@ -75,8 +74,8 @@ impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
     /// `x.gather(1, labels[:, None])[:, 0]` (`x[range(B), labels]`). The gradient goes to those
     /// entries alone (0 elsewhere, even where the gradient is not finite).
     ///
-    /// A label `>= C` is [`Error::IndexOutOfRange`] naming it and its row; labels for another
-    /// run-time batch size are [`Error::ShapeMismatch`].
+    /// A label `>= C` is [`Error::Data`] naming it, as in [`cross_entropy`](super::cross_entropy);
+    /// labels for another run-time batch size are [`Error::ShapeMismatch`].
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -86,23 +85,8 @@ impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
     /// ```
     #[doc(alias("gather", "take_along_axis"))]
     pub fn gather_columns(&self, labels: &Labels<B>) -> Result<Tensor<(B,), G>> {
+        labels.check("gather_columns", &self.dims())?;
         let batch = self.shape.0;
-        if labels.batch.size() != batch.size() {
-            return Err(Error::ShapeMismatch {
-                op: "gather_columns",
-                lhs: self.dims(),
-                rhs: vec![labels.batch.size()],
-                rule: "one label per row",
-            });
-        }
-        if let Some((position, &index)) = labels.indices.iter().enumerate().find(|&(_, &l)| l >= C) {
-            return Err(Error::IndexOutOfRange {
-                op: "gather_columns",
-                position,
-                index,
-                len: C,
-            });
-        }
         let picked = self
             .var
             .buf()
