@@ -276,7 +276,10 @@ fn std_is_the_root_of_the_corrected_variance() {
     // 0.5455447435379028]; NaN over one value; a constant row's value 0 and gradient 0.
     let v = Tensor::from([1.0, 2.0, 4.0]).requires_grad();
     let s = v.std::<Axis<0>>();
-    assert_eq!(s.item(), (7.0f32 / 3.0).sqrt());
+    // The variance's few roundings (the centered values, their squares and sum, the division),
+    // halved by the root: within 2 ulps of PyTorch's value.
+    let value = s.item() as f64;
+    assert!((value - 1.5275251865386963).abs() <= 2.0 * EPS * value, "{value}");
     s.backward();
     let g = v.grad().unwrap().to_vec();
     let torch = [-0.4364357590675354, -0.10910891741514206, 0.5455447435379028];
@@ -291,6 +294,56 @@ fn std_is_the_root_of_the_corrected_variance() {
     // Row 1: ±1/(1·√2).
     let h = 0.5f32.sqrt();
     assert_eq!(flat.grad().unwrap().to_array(), [[0.0, 0.0], [-h, h]]);
+}
+
+/// Rows of one value repeated, at many values and widths: variance and deviation exactly 0, the
+/// deviation's gradient exactly 0 (PyTorch's); and rows far from 0 keep the accuracy of their
+/// spread. Both fail when the mean is taken of `x` itself (its rounding, an ulp of `x`, turned
+/// a row of 7.7 repeated 5 times into a deviation of 5e-7 with a gradient of -0.89, and the
+/// deviation of 1e4 + U(±5e-3) 5 to 9 % off).
+#[test]
+fn var_and_std_are_exact_on_constant_rows_and_accurate_far_from_zero() {
+    let mut rng = StdRng::seed_from_u64(17);
+    for n in [2usize, 3, 5, 7, 10, 33] {
+        let values: Vec<f32> = (0..40)
+            .map(|_| rng.random_range(-1e4f32..1e4))
+            .chain([7.7, 123.456, 1e4 + 0.1])
+            .collect();
+        let rows = values.len();
+        let data: Vec<f32> = values.iter().flat_map(|&v| std::iter::repeat_n(v, n)).collect();
+        let x = Tensor::from_vec(data, (rows, n)).unwrap().requires_grad();
+        assert!(
+            x.var::<Axis<1>>().to_vec().iter().all(|&v| v == 0.0),
+            "var, n = {n}"
+        );
+        let std = x.std::<Axis<1>>();
+        assert!(std.to_vec().iter().all(|&v| v == 0.0), "std, n = {n}");
+        std.sum_all().backward();
+        assert!(
+            x.grad().unwrap().to_vec().iter().all(|&g| g == 0.0),
+            "std's gradient, n = {n}"
+        );
+    }
+    // 1e4 + U(±5e-3) over 5 to 64 values: the deviations from the first value are exact
+    // (Sterbenz), so the variance is that of values of the spread's size: within 32ε of f64.
+    for (n, seed) in [(5usize, 1u64), (9, 2), (64, 3)] {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let row: Vec<f32> = (0..n).map(|_| 1e4 + rng.random_range(-5e-3f32..5e-3)).collect();
+        let r64: Vec<f64> = row.iter().map(|&v| v as f64).collect();
+        let mean = r64.iter().sum::<f64>() / n as f64;
+        let want = r64.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1) as f64;
+        let x = Tensor::from_vec(row, (n,)).unwrap();
+        let var = x.var::<Axis<0>>().item() as f64;
+        assert!(
+            (var - want).abs() <= 32.0 * EPS * want,
+            "n = {n}: {var:e} against {want:e}"
+        );
+        let std = x.std::<Axis<0>>().item() as f64;
+        assert!(
+            (std - want.sqrt()).abs() <= 32.0 * EPS * want.sqrt(),
+            "n = {n}: {std:e}"
+        );
+    }
 }
 
 /// Bessel's correction has nothing to divide over fewer than two values: NaN, as in PyTorch (a
