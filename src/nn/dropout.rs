@@ -70,6 +70,12 @@ impl Dropout {
         self.training.load(Ordering::Relaxed)
     }
 
+    /// The generator, also after a panic elsewhere while it was held (its state is whole
+    /// between draws).
+    fn generator(&self) -> std::sync::MutexGuard<'_, StdRng> {
+        self.rng.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// A mask of `shape`: `1/(1 − p)` where a value is kept, 0 where it is dropped.
     fn mask(&self, shape: &[usize]) -> LazyBuffer {
         let scale = if self.p < 1.0 {
@@ -77,7 +83,7 @@ impl Dropout {
         } else {
             0.0
         };
-        let mut rng = self.rng.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut rng = self.generator();
         let values = (0..crate::shape::runtime::numel(shape)).map(|_| {
             let keep = rng.random::<f64>() >= self.p;
             if keep { scale } else { 0.0 }
@@ -90,11 +96,7 @@ impl Clone for Dropout {
     /// The same settings, mode and generator state: the clone draws the masks the original
     /// would have drawn next.
     fn clone(&self) -> Self {
-        let rng = self
-            .rng
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
+        let rng = self.generator().clone();
         Dropout {
             p: self.p,
             training: AtomicBool::new(self.is_training()),

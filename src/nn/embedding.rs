@@ -111,7 +111,7 @@ impl<const V: usize, const D: usize, G: GradMode> Module<&Vec<usize>> for Embedd
     type Output = Tensor<(usize, Const<D>), G>;
     #[track_caller]
     fn forward(&self, indices: &Vec<usize>) -> Self::Output {
-        or_panic(self.try_lookup(indices))
+        self.forward(indices.as_slice())
     }
 }
 
