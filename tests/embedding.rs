@@ -78,3 +78,42 @@ fn a_static_batch_of_sequences_gives_rank_three() {
     // On through a layer that takes `[B, T, I]`.
     assert_eq!(model.forward(&ids).dims(), vec![2, 4, 2]);
 }
+
+#[test]
+fn a_padding_id_looks_up_zeros_and_gets_no_gradient() {
+    let table = Embedding::<6, 3>::init(&mut StdRng::seed_from_u64(5)).with_padding(2);
+    assert_eq!(table.padding(), Some(2));
+    let before = table.weight.to_vec();
+    assert_eq!(
+        before[6..9],
+        [0.0; 3],
+        "the padding row starts at zeros, as PyTorch's"
+    );
+    let ids = [2, 4, 2, 1, 4, 2];
+    let rows = table.forward(&ids);
+    assert_eq!(rows.to_vec(), picked(&table.weight, &ids));
+    // Each output row weighted by its position: the padding row gets nothing, the others the
+    // sum of their positions' weights.
+    let weights = Tensor::from_vec((0..18).map(|k| k as f32).collect(), (Const::<6>, Const::<3>)).unwrap();
+    (rows * weights).sum_all().backward();
+    let grad = table.weight.grad().unwrap().to_vec();
+    assert_eq!(grad[6..9], [0.0; 3]);
+    assert_eq!(grad[3..6], [9.0, 10.0, 11.0], "id 1 at position 3");
+    assert_eq!(
+        grad[12..15],
+        [3.0 + 12.0, 4.0 + 13.0, 5.0 + 14.0],
+        "id 4 at positions 1 and 4"
+    );
+    // A lookup without the padding id is a plain one; clones and twins keep the id.
+    assert_eq!(table.forward(&[0, 1]).to_vec(), picked(&table.weight, &[0, 1]));
+    assert_eq!(
+        (table.clone().padding(), table.detached().padding()),
+        (Some(2), Some(2))
+    );
+}
+
+#[test]
+#[should_panic(expected = "Embedding::with_padding: index 6 is not below V = 6")]
+fn a_padding_id_past_the_table_panics() {
+    let _ = Embedding::<6, 3>::init(&mut StdRng::seed_from_u64(5)).with_padding(6);
+}
