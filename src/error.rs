@@ -138,11 +138,20 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 impl Error {
-    /// The same error, naming `op` as the operation: a shape check that several operations share
-    /// (broadcasting) would otherwise name itself rather than the method the caller used.
+    /// The same error, naming `op` as the operation: a check that several operations share
+    /// (broadcasting, a row lookup) would otherwise name itself rather than the method the
+    /// caller used.
     pub(crate) fn in_op(self, op: &'static str) -> Error {
         match self {
             Error::ShapeMismatch { lhs, rhs, rule, .. } => Error::ShapeMismatch { op, lhs, rhs, rule },
+            Error::IndexOutOfRange {
+                position, index, len, ..
+            } => Error::IndexOutOfRange {
+                op,
+                position,
+                index,
+                len,
+            },
             other => other,
         }
     }

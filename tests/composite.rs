@@ -641,7 +641,7 @@ fn labels_out_of_range_or_of_the_wrong_length_are_errors() {
     assert_eq!(
         err,
         Error::Data {
-            location: "label 1".into(),
+            location: "cross_entropy: label 1".into(),
             message: "class 4 is out of range for 4 classes".into()
         }
     );

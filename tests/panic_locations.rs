@@ -88,8 +88,8 @@ fn panics_report_the_callers_line() {
         ("Batch", line!(), Box::new(|| _ = Batcher::new(9, 0, keep, r))),
         ("Dataset::gather", line!(), Box::new(|| drop(data.gather(&[1])))),
         ("render", line!(), Box::new(|| _ = render_digit(10, r2))),
-        ("select_rows", line!(), Box::new(|| drop(emb.forward(ids)))),
-        ("select_rows", line!(), Box::new(|| drop(chain.forward(ids)))),
+        ("Embedding", line!(), Box::new(|| drop(emb.forward(ids)))),
+        ("Embedding", line!(), Box::new(|| drop(chain.forward(ids)))),
     ];
     let sites: Vec<_> = cases
         .into_iter()

@@ -255,7 +255,10 @@ fn gather_columns_picks_each_rows_label_and_sends_the_gradient_back_there() {
     let e = x
         .gather_columns(&Labels::new(vec![0, 3], Const::<2>).unwrap())
         .unwrap_err();
-    assert_eq!(e.to_string(), "label 1: class 3 is out of range for 3 classes");
+    assert_eq!(
+        e.to_string(),
+        "gather_columns: label 1: class 3 is out of range for 3 classes"
+    );
     let runtime = Tensor::<(usize, Const<3>)>::zeros_in((2, Const));
     assert!(runtime.gather_columns(&Labels::from_vec(vec![0])).is_err());
 }

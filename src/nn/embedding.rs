@@ -116,7 +116,7 @@ impl<const V: usize, const D: usize, G: GradMode> Embedding<V, D, G> {
 
     /// [`try_lookup`](Self::try_lookup) into a batch of type `B` (`Const::<N>` for a static one).
     pub fn try_lookup_in<B: Dim>(&self, batch: B, indices: &[usize]) -> Result<Tensor<(B, Const<D>), G>> {
-        let rows = self.weight.select_rows_in(batch, indices)?;
+        let rows = (self.weight.select_rows_in(batch, indices)).map_err(|e| e.in_op("Embedding"))?;
         let Some(padding) = self.padding.filter(|p| indices.contains(p)) else {
             return Ok(rows);
         };

@@ -312,7 +312,8 @@ impl<B: Dim> Labels<B> {
     }
 
     /// `Ok` if these label the rows of a `[rows, classes]` (`dims`) for `op`: one label per
-    /// row ([`Error::ShapeMismatch`]), each below `classes` ([`Error::Data`] naming the label).
+    /// row ([`Error::ShapeMismatch`]), each below `classes` ([`Error::Data`] naming `op` and the
+    /// label).
     pub(super) fn check(&self, op: &'static str, dims: &[usize]) -> Result<()> {
         if self.batch.size() != dims[0] {
             return Err(Error::ShapeMismatch {
@@ -325,7 +326,7 @@ impl<B: Dim> Labels<B> {
         let classes = dims[1];
         if let Some((i, &label)) = self.indices.iter().enumerate().find(|&(_, &l)| l >= classes) {
             return Err(Error::Data {
-                location: format!("label {i}"),
+                location: format!("{op}: label {i}"),
                 message: format!("class {label} is out of range for {classes} classes"),
             });
         }
