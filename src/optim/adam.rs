@@ -66,7 +66,9 @@ impl Adam {
         }
     }
 
-    /// AdamW with PyTorch's defaults (weight decay 0.01).
+    /// AdamW with PyTorch's defaults (weight decay 0.01), as `torch.optim.AdamW(lr)`: Adam with
+    /// the decay decoupled from the gradient.
+    #[doc(alias("AdamW"))]
     pub fn adamw(lr: f32) -> Self {
         Adam {
             weight_decay: 0.01,
