@@ -62,6 +62,9 @@ OPS = [
     ("layer norm [1024, 1024]", lambda t: t["norm"](t["x"])),
     ("softmax forward and backward [1024, 1024]", lambda t: input_gradient(t, lambda x: x.softmax(1))),
     ("layer norm forward and backward [1024, 1024]", lambda t: input_gradient(t, t["norm"])),
+    ("embedding lookup [4096] of [10000, 256]", lambda t: t["F"].embedding(t["ids"], t["table"])),
+    ("embedding forward and backward [4096] of [10000, 256]", lambda t: embedding_gradient(t)),
+    ("cat [1024, 512] and [1024, 512] along columns", lambda t: t["torch"].cat([t["left"], t["right"]], 1)),
 ]
 
 
@@ -74,6 +77,16 @@ def input_gradient(t, f):
         x = t["x"].detach().requires_grad_()
         (f(x) * t["y"]).sum().backward()
         return x.grad
+
+
+def embedding_gradient(t):
+    """The table's gradient of `sum(embedding(ids, table) * w)`, from a fresh tracked copy."""
+    import torch
+
+    with torch.enable_grad():
+        table = t["table"].detach().requires_grad_()
+        (t["F"].embedding(t["ids"], table) * t["rows_weight"]).sum().backward()
+        return table.grad
 
 
 def teenygrad_time(name, threads):
@@ -178,7 +191,13 @@ def torch_inputs(threads):
         "logits": torch.randn(1024, 100),
         "labels": torch.arange(1024) * 37 % 100,
         "norm": torch.nn.LayerNorm(1024).requires_grad_(False),
+        "table": torch.randn(10000, 256),
+        "ids": torch.arange(4096) * 7919 % 10000,
+        "rows_weight": torch.randn(4096, 256),
+        "left": torch.randn(1024, 512),
+        "right": torch.randn(1024, 512),
         "F": torch.nn.functional,
+        "torch": torch,
     }
 
 

@@ -57,6 +57,14 @@ fn main() {
     let logits = Tensor::<Rank2<1024, 100>>::randn(&mut rng).realize();
     let labels = Labels::new((0..1024).map(|i| i * 37 % 100).collect(), Const).expect("labels in range");
     let norm = LayerNorm::<1024>::new().detached();
+    // An embedding table and a batch of ids (repeats included), as an NLP step looks them up.
+    let table = Tensor::<Rank2<10_000, 256>>::randn(&mut rng).realize();
+    let ids: Vec<usize> = (0..4096).map(|i| i * 7919 % 10_000).collect();
+    let rows_weight = Tensor::<(usize, Const<256>)>::randn_in((4096, Const), &mut rng).realize();
+    let (left, right) = (
+        Tensor::<Rank2<1024, 512>>::randn(&mut rng).realize(),
+        Tensor::<Rank2<1024, 512>>::randn(&mut rng).realize(),
+    );
 
     // Each op built and realized, its result dropped; names as in `compare_pytorch.py`'s `OPS`.
     macro_rules! op {
@@ -96,6 +104,23 @@ fn main() {
         (
             "layer norm forward and backward [1024, 1024]",
             Box::new(|| input_gradient(&x, &y, |x| norm.forward(x))),
+        ),
+        op!(
+            "embedding lookup [4096] of [10000, 256]",
+            table.select_rows(&ids).expect("ids in range")
+        ),
+        (
+            "embedding forward and backward [4096] of [10000, 256]",
+            Box::new(|| {
+                let table = table.clone().requires_grad();
+                let rows = table.select_rows(&ids).expect("ids in range");
+                rows.mul(&rows_weight).sum_all().backward();
+                drop(black_box(table.grad()));
+            }),
+        ),
+        op!(
+            "cat [1024, 512] and [1024, 512] along columns",
+            left.cat_in(&right, Axis::<1>, Const::<1024>)
         ),
     ];
     // `cargo bench` passes `--bench`; any other argument names the ops to run.
