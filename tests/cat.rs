@@ -150,3 +150,18 @@ fn each_part_gets_its_slice_of_the_gradient() {
         .backward();
     assert_eq!(x.grad().unwrap().to_array(), [101.0, 1010.0]);
 }
+
+#[test]
+fn a_repeated_join_replays_its_plan() {
+    use teenygrad::lazy::stats;
+    let (a, b) = (
+        Tensor::<Rank2<3, 2>>::ones().realize(),
+        Tensor::<Rank2<3, 1>>::zeros().realize(),
+    );
+    let step = || (a.cat(&b, Axis::<1>) * 2.0).to_vec();
+    let first = step();
+    stats::reset();
+    assert_eq!(step(), first);
+    assert_eq!(stats::get().schedules_reused, 1, "{:?}", stats::get());
+    assert_eq!(first, [2.0, 2.0, 0.0].repeat(3));
+}

@@ -322,6 +322,19 @@ impl LazyBuffer {
         Self::pending(&[v, x[1]], Op::Index(Indexing::AddRows, self.clone(), rows))
     }
 
+    /// This then `other` along `axis`, every other dim equal.
+    ///
+    /// # Panics
+    /// If the ranks or the other dims differ, or `axis` is out of range: the caller checks.
+    pub(crate) fn cat(&self, other: &LazyBuffer, axis: usize) -> Self {
+        let (a, b) = (self.shape(), other.shape());
+        let fits = a.len() == b.len() && axis < a.len() && (0..a.len()).all(|d| d == axis || a[d] == b[d]);
+        assert!(fits, "cat: shapes {a:?} and {b:?} along axis {axis}");
+        let mut shape = a.to_vec();
+        shape[axis] += b[axis];
+        Self::pending(&shape, Op::Cat(self.clone(), other.clone(), axis))
+    }
+
     /// A row-major copy of this view (a no-op if it already is one).
     pub fn contiguous(&self) -> Self {
         if self.view.is_contiguous() && numel(&self.node.shape) == self.numel() {

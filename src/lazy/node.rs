@@ -32,6 +32,8 @@ pub(crate) enum Op {
     Contiguous(LazyBuffer),
     /// Reads or writes the input's rows or columns at a list of indices (see [`Indexing`]).
     Index(Indexing, LazyBuffer, Arc<[usize]>),
+    /// The first input then the second along the axis given, every other dim equal.
+    Cat(LazyBuffer, LazyBuffer, usize),
 }
 
 /// What an [`Op::Index`] does with its input `x` and its indices `idx`.
@@ -74,7 +76,7 @@ impl Op {
     pub(crate) fn inputs(&self) -> Inputs<'_> {
         let (items, len) = match self {
             Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) | Op::Index(_, a, _) => ([a, a, a], 1),
-            Op::Binary(_, a, b) | Op::MatMul(a, b) => ([a, b, b], 2),
+            Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::Cat(a, b, _) => ([a, b, b], 2),
             Op::Where(c, a, b) => ([c, a, b], 3),
         };
         Inputs { items, len }
@@ -86,7 +88,7 @@ impl Op {
 
     /// True for ops that read their inputs from buffers, so no input fuses into them.
     pub(crate) fn reads_buffers(&self) -> bool {
-        matches!(self, Op::MatMul(..) | Op::Index(..))
+        matches!(self, Op::MatMul(..) | Op::Index(..) | Op::Cat(..))
     }
 
     /// True for elementwise ops that cost many times an add: transcendentals, roots and
@@ -122,7 +124,7 @@ impl Op {
                     | BinaryOp::CmpLt
             ),
             Op::Where(..) => true,
-            Op::Reduce(..) | Op::MatMul(..) | Op::Contiguous(..) | Op::Index(..) => false,
+            Op::Reduce(..) | Op::MatMul(..) | Op::Contiguous(..) | Op::Index(..) | Op::Cat(..) => false,
         }
     }
 
@@ -131,7 +133,7 @@ impl Op {
             Op::Unary(_, a) | Op::Reduce(_, a, _) | Op::Contiguous(a) | Op::Index(_, a, _) => {
                 [Some(a), None, None]
             }
-            Op::Binary(_, a, b) | Op::MatMul(a, b) => [Some(a), Some(b), None],
+            Op::Binary(_, a, b) | Op::MatMul(a, b) | Op::Cat(a, b, _) => [Some(a), Some(b), None],
             Op::Where(c, a, b) => [Some(c), Some(a), Some(b)],
         }
         .into_iter()

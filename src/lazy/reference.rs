@@ -108,6 +108,15 @@ fn eval_op(op: &Op, shape: &[usize], memo: &HashMap<u64, Vec<f64>>) -> Vec<f64> 
                 }
             }
         }
+        Op::Cat(a, b, axis) => {
+            let (inner, a_shape, b_shape) = (numel(&shape[axis + 1..]), a.shape(), b.shape());
+            let (x, y) = (input(a), input(b));
+            let (na, nb) = (a_shape[*axis] * inner, b_shape[*axis] * inner);
+            (0..numel(&shape[..*axis]))
+                .flat_map(|o| x[o * na..(o + 1) * na].iter().chain(&y[o * nb..(o + 1) * nb]))
+                .copied()
+                .collect()
+        }
         Op::Reduce(r, a, axes) => {
             let values = input(a);
             let identity = match r {

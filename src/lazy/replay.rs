@@ -74,7 +74,8 @@ impl KernelPlan {
 #[derive(Clone, Debug)]
 pub(super) enum Step {
     MatMul(usize),
-    Index(usize),
+    /// An [`Op::Index`] or [`Op::Cat`]: a copy from realized inputs.
+    Copy(usize),
     Fused(usize, KernelPlan),
     /// The matmul at `product` with the epilogue that the fused kernel at `kernel` (its only
     /// reader, planned as `plan`) computes, into `kernel`'s node.
@@ -140,6 +141,7 @@ impl Signature {
                     Op::MatMul(..) => words.push(4),
                     Op::Contiguous(_) => words.push(5),
                     Op::Index(kind, ..) => words.extend([6, *kind as u64]),
+                    Op::Cat(_, _, axis) => words.extend([7, *axis as u64]),
                 }
                 push_list(&mut words, node.shape.iter().map(|&d| d as u64));
                 for input in op.inputs() {

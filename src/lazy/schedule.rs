@@ -210,6 +210,56 @@ fn run_matmul(node: &Node, a: &LazyBuffer, b: &LazyBuffer, epilogue: Option<(&Ep
     record(node, out, ops, trace);
 }
 
+/// Runs an [`Op::Index`] or [`Op::Cat`] (its inputs realized) for `node`.
+fn run_copy(node: &Node, op: &Op) {
+    match op {
+        Op::Index(kind, x, idx) => run_index(node, *kind, x, idx),
+        Op::Cat(a, b, axis) => run_cat(node, a, b, *axis),
+        _ => unreachable!("a copy step on {op:?}"),
+    }
+}
+
+/// Runs [`LazyBuffer::cat`] for `node`: for each index of the axes before `axis`, a block of `a`
+/// then one of `b`, each read through its view as a kernel reads a leaf (a plain copy where it
+/// is stored in order), into a pooled output split between threads when large.
+fn run_cat(node: &Node, a: &LazyBuffer, b: &LazyBuffer, axis: usize) {
+    let trace = stats::tracing().then(|| {
+        (
+            format!("cat of {:?} and {:?}", a.shape(), b.shape()),
+            Instant::now(),
+        )
+    });
+    let inner = numel(&node.shape[axis + 1..]);
+    let parts = [a, b].map(|x| {
+        let buf = x.node.buffer().expect("a cat's inputs are realized before it");
+        (buf, x.shape()[axis] * inner, &x.view)
+    });
+    let block = parts[0].1 + parts[1].1;
+    // SAFETY: each part of the output is written whole, one segment of `a` or `b` at a time.
+    let out = unsafe {
+        fill_output(numel(&node.shape), |part, start| {
+            let mut at = 0;
+            while at < part.len() {
+                let (outer, within) = ((start + at) / block, (start + at) % block);
+                let (which, offset) = if within < parts[0].1 {
+                    (0, within)
+                } else {
+                    (1, within - parts[0].1)
+                };
+                let (buf, len, view) = &parts[which];
+                let count = (len - offset).min(part.len() - at);
+                let segment = &mut part[at..at + count];
+                segment.fill(MaybeUninit::new(0.0));
+                // SAFETY: just initialized.
+                let segment = std::slice::from_raw_parts_mut(segment.as_mut_ptr().cast::<f32>(), count);
+                super::gather::gather(buf, view, outer * len + offset, segment);
+                at += count;
+            }
+        })
+    };
+    record(node, out, 1, trace);
+}
+
 /// Runs an [`Op::Index`] (its input realized, its indices checked) for `node`, records it, and
 /// stores the result.
 fn run_index(node: &Node, kind: Indexing, x: &LazyBuffer, idx: &[usize]) {
@@ -230,18 +280,26 @@ fn run_index(node: &Node, kind: Indexing, x: &LazyBuffer, idx: &[usize]) {
         Indexing::PickColumns => (idx.iter().enumerate())
             .map(|(row, &column)| read(row, column))
             .collect(),
-        Indexing::PickRows => {
-            let mut out = Storage::filled(numel(&node.shape), 0.0);
-            for (sink, &row) in out.chunks_exact_mut(width.max(1)).zip(idx) {
-                match row_slice(row) {
-                    Some(values) => sink.copy_from_slice(values),
-                    None => (sink.iter_mut().enumerate()).for_each(|(column, v)| *v = read(row, column)),
+        // SAFETY: each part is written whole, a row's segment at a time.
+        Indexing::PickRows => unsafe {
+            fill_output(numel(&node.shape), |part, start| {
+                let mut at = 0;
+                while at < part.len() {
+                    let (row, column) = (idx[(start + at) / width], (start + at) % width);
+                    let count = (width - column).min(part.len() - at);
+                    let sink = &mut part[at..at + count];
+                    match row_slice(row) {
+                        Some(values) => (sink.iter_mut().zip(&values[column..]))
+                            .for_each(|(v, &value)| _ = v.write(value)),
+                        None => (sink.iter_mut().enumerate())
+                            .for_each(|(k, v)| _ = v.write(read(row, column + k))),
+                    }
+                    at += count;
                 }
-            }
-            out
-        }
+            })
+        },
         Indexing::AddRows => {
-            let mut out = Storage::filled(numel(&node.shape), 0.0);
+            let mut out = zeroed_output(numel(&node.shape));
             for (i, &row) in idx.iter().enumerate() {
                 let sums = &mut out[row * width..(row + 1) * width];
                 match row_slice(i) {
@@ -253,6 +311,14 @@ fn run_index(node: &Node, kind: Indexing, x: &LazyBuffer, idx: &[usize]) {
         }
     };
     record(node, out, 1, trace);
+}
+
+/// `n` zeros in an output buffer from the pool: a fresh large allocation costs its page faults
+/// on every call (an embedding lookup of 4 MB took 4 ms that way, 0.7 when the allocator
+/// happened to keep the memory).
+fn zeroed_output(n: usize) -> Storage {
+    // SAFETY: each part is written whole.
+    unsafe { fill_output(n, |part, _| part.fill(MaybeUninit::new(0.0))) }
 }
 
 /// Counts a kernel's run, traces it if asked, and stores its output in `node`.
@@ -521,9 +587,9 @@ impl Graph {
                     run_matmul(&self.nodes[i], a, b, None);
                     steps.push(Step::MatMul(i));
                 }
-                Op::Index(kind, x, idx) => {
-                    run_index(&self.nodes[i], *kind, x, idx);
-                    steps.push(Step::Index(i));
+                op @ (Op::Index(..) | Op::Cat(..)) => {
+                    run_copy(&self.nodes[i], op);
+                    steps.push(Step::Copy(i));
                 }
                 op => {
                     let (plan, structural) = self.build(i, op, memo, &signature.slots)?;
@@ -559,15 +625,10 @@ impl Graph {
     fn replay(&self, steps: &[Step], externals: &[Arc<Node>]) {
         for step in steps {
             match step {
-                Step::MatMul(i) | Step::Index(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. }
+                Step::MatMul(i) | Step::Copy(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. }
                     if self.nodes[*i].is_realized() => {}
                 Step::MatMul(i) => self.run_product(*i, *i, None, externals),
-                Step::Index(i) => {
-                    let Op::Index(kind, x, idx) = &self.ops[*i] else {
-                        unreachable!("an index step on {:?}", self.ops[*i])
-                    };
-                    run_index(&self.nodes[*i], *kind, x, idx);
-                }
+                Step::Copy(i) => run_copy(&self.nodes[*i], &self.ops[*i]),
                 Step::Fused(i, plan) => run_kernel(&self.nodes[*i], plan.bind(&self.nodes, externals)),
                 Step::Product {
                     product,
@@ -613,7 +674,7 @@ impl Graph {
         let plans: FastMap<usize, &KernelPlan> = (steps.iter())
             .filter_map(|step| match step {
                 Step::Fused(i, plan) | Step::Product { kernel: i, plan, .. } => Some((*i, plan)),
-                Step::MatMul(_) | Step::Index(_) => None,
+                Step::MatMul(_) | Step::Copy(_) => None,
             })
             .collect();
         // Each kernel root in order, with the product it ran with (a matmul belonging to it
@@ -630,7 +691,7 @@ impl Graph {
         }
         let replayed: Vec<(usize, Option<usize>)> = (steps.iter())
             .map(|step| match step {
-                Step::MatMul(i) | Step::Index(i) | Step::Fused(i, _) => (*i, None),
+                Step::MatMul(i) | Step::Copy(i) | Step::Fused(i, _) => (*i, None),
                 Step::Product { product, kernel, .. } => (*kernel, Some(*product)),
             })
             .collect();
@@ -652,7 +713,7 @@ impl Graph {
                     );
                     (*kernel, plan)
                 }
-                Step::MatMul(_) | Step::Index(_) => continue,
+                Step::MatMul(_) | Step::Copy(_) => continue,
             };
             // A node another thread realized meanwhile is read, not recomputed, by a fresh
             // plan; the replay recomputes it, to the same values.

@@ -121,17 +121,18 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
             ));
         }
         crate::shape::runtime::checked_numel(&out.dims())?;
-        // Each input padded with zeros over the other's part, then selected by a mask of the
-        // first's part: a select, not a sum, so -0.0 stays -0.0.
-        let pads = |before: usize, after: usize| -> Vec<(usize, usize)> {
-            (0..lhs.len())
-                .map(|d| if d == axis { (before, after) } else { (0, 0) })
-                .collect()
-        };
-        let first = self.var.pad(&pads(0, b));
-        let second = other.var.pad(&pads(a, 0));
-        let in_first = LazyBuffer::full(&[], 1.0).expand(&lhs).pad(&pads(0, b));
-        let var = Var::where_(&Var::untracked(in_first), &first, &second);
+        // One copy of each input into its part; each gradient is its part of the result's (a view).
+        let buf = self.var.buf().cat(&other.var.buf(), axis);
+        let var = Var::record(buf, &[&self.var, &other.var], || {
+            let ranges = |from: usize, to: usize| -> Vec<(usize, usize)> {
+                (lhs.iter().enumerate())
+                    .map(|(d, &size)| if d == axis { (from, to) } else { (0, size) })
+                    .collect()
+            };
+            let (first, second) = (ranges(0, a), ranges(a, a + b));
+            Box::new(move |g: &LazyBuffer| [g.shrink(&first), g.shrink(&second)].into())
+                as crate::autograd::BackwardFn
+        });
         Ok(Tensor::from_var(out, var))
     }
 }
