@@ -71,6 +71,11 @@ pub enum Error {
         /// The length it must be below.
         len: usize,
     },
+    /// An operation on a list of tensors given none (`stack`).
+    EmptyInput {
+        /// The operation, e.g. `"stack"`.
+        op: &'static str,
+    },
     /// A shape whose element count does not fit in `usize`.
     ShapeOverflow {
         /// The offending shape.
@@ -126,6 +131,7 @@ impl fmt::Display for Error {
                 f,
                 "{op}: index {index} (at position {position}) is out of range for length {len}"
             ),
+            Error::EmptyInput { op } => write!(f, "{op}: needs at least one tensor, got none"),
             Error::ShapeOverflow { shape } => {
                 write!(f, "shape {shape:?} has more elements than fit in usize")
             }

@@ -12,7 +12,8 @@
 //! * matrix products: matrix×matrix (the right side another pool value, its transpose, a reshape
 //!   of one, or a constant), matrix×vector, and batched rank-3 products;
 //! * views on views: transpose, reshape, pad, slice, a row or column sliced out and broadcast,
-//!   rows selected by index, a join with another pool value along either axis,
+//!   rows selected by index, a join with another pool value along either axis, a stack of
+//!   pool values of one shape along a new outer or inner axis,
 //!   detours through rank 3 (reshape, any of the six permutations, then a reduction, a reshape
 //!   back, a batched Gram matrix or a broadcast), and detours through static shapes
 //!   (`Rank2<2, 3>`, `Rank3<2, 2, 3>`, ...: static permutes, pads, slices, softmax, matmuls);
@@ -393,16 +394,27 @@ impl Builder {
                 let idx: Vec<usize> = (0..1 + c.pick(4)).map(|_| c.pick(m)).collect();
                 x.select_rows(&idx).unwrap()
             }
-            6 => {
+            6 => match c.pick(3) {
                 // Joined with a pool value (perhaps itself) that shares the other dim.
-                if c.pick(2) == 0 {
+                0 => {
                     let y = self.find(c, |(_, q)| q == n)?;
                     x.cat(&y, Axis::<0>)
-                } else {
+                }
+                1 => {
                     let y = self.find(c, |(p, _)| p == m)?;
                     y.cat(x, Axis::<1>)
                 }
-            }
+                // Stacked with a pool value of its shape (perhaps itself) along a new axis,
+                // outermost or innermost, and made rank 2 again.
+                _ => {
+                    let y = self.find(c, |d| d == (m, n))?;
+                    if c.pick(2) == 0 {
+                        Tensor::stack([x, &y], Axis::<0>).reshape_to((2 * m, n))
+                    } else {
+                        Tensor::stack([&y, x, &y], Axis::<2>).reshape_to((m, 3 * n))
+                    }
+                }
+            },
             0 => {
                 if c.pick(2) == 0 {
                     x.t()

@@ -13,6 +13,7 @@ pub mod reduce;
 pub mod reshape;
 pub mod shapes;
 pub mod single;
+pub mod squeeze;
 
 pub use axes::{Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, HasAxis};
 pub use broadcast::{BroadcastDim, BroadcastShape, BroadcastTo, ExpandDim};
@@ -24,3 +25,4 @@ pub use reduce::ReduceShape;
 pub use reshape::{assert_same_numel, check_reshape};
 pub use shapes::{ConstShape, Rank0, Rank1, Rank2, Rank3, Rank4, Rank5, Rank6, Shape};
 pub use single::{SingleElement, UnitDim};
+pub use squeeze::{SqueezableDim, Squeeze, Unsqueeze};

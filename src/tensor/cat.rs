@@ -1,10 +1,10 @@
-//! Joining two tensors along an axis.
+//! Joining tensors: two along an axis (`cat`), or many along a new one (`stack`).
 
 use super::{GradMode, Join, Tensor};
 use crate::autograd::Var;
 use crate::error::{Error, Result, or_panic};
 use crate::lazy::LazyBuffer;
-use crate::shape::{Axis, CatAlong, Dim, Shape};
+use crate::shape::{Axis, CatAlong, Dim, Shape, Unsqueeze};
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// `self` then `other` along `axis` (an [`Axis<I>`](crate::shape::Axis) value), as
@@ -121,18 +121,141 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
             ));
         }
         crate::shape::runtime::checked_numel(&out.dims())?;
-        // One copy of each input into its part; each gradient is its part of the result's (a view).
-        let buf = self.var.buf().cat(&other.var.buf(), axis);
-        let var = Var::record(buf, &[&self.var, &other.var], || {
-            let ranges = |from: usize, to: usize| -> Vec<(usize, usize)> {
-                (lhs.iter().enumerate())
-                    .map(|(d, &size)| if d == axis { (from, to) } else { (0, size) })
-                    .collect()
-            };
-            let (first, second) = (ranges(0, a), ranges(a, a + b));
-            Box::new(move |g: &LazyBuffer| [g.shrink(&first), g.shrink(&second)].into())
-                as crate::autograd::BackwardFn
-        });
-        Ok(Tensor::from_var(out, var))
+        Ok(Tensor::from_var(out, join(&self.var, &lhs, &other.var, b, axis)))
     }
+
+    /// `parts` stacked along a new axis `I` (from 0 to their rank), as
+    /// `torch.stack(parts, dim=I)`: part `k` is the result's index `k` on that axis. The new
+    /// dim is run-time sized; [`stack_in`](Self::stack_in) names a static one. Each part's
+    /// gradient is its slice of the result's. Values are copied bit for bit, by joining halves
+    /// in turn: each value is copied about `log2(parts)` times.
+    ///
+    /// Panics if `parts` is empty or their run-time dims differ, naming the shapes; see
+    /// [`try_stack`](Self::try_stack).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let (a, b) = (Tensor::from([1.0, 2.0]), Tensor::from([3.0, 4.0]));
+    /// let rows = Tensor::stack([&a, &b], Axis::<0>);
+    /// assert_eq!(rows.dims(), vec![2, 2]);
+    /// assert_eq!(rows.to_vec(), vec![1.0, 2.0, 3.0, 4.0]);
+    /// let cols = Tensor::stack([&a, &b], Axis::<1>);
+    /// assert_eq!(cols.to_vec(), vec![1.0, 3.0, 2.0, 4.0]);
+    /// ```
+    #[track_caller]
+    pub fn stack<'a, const I: usize>(
+        parts: impl IntoIterator<Item = &'a Self>,
+        axis: Axis<I>,
+    ) -> Tensor<S::Inserted<usize>, G>
+    where
+        S: Unsqueeze<I>,
+    {
+        or_panic(Self::try_stack(parts, axis))
+    }
+
+    /// The fallible form of [`stack`](Self::stack): [`Error::EmptyInput`] for no parts,
+    /// [`Error::ShapeMismatch`] naming the first part's shape and the first that differs.
+    pub fn try_stack<'a, const I: usize>(
+        parts: impl IntoIterator<Item = &'a Self>,
+        axis: Axis<I>,
+    ) -> Result<Tensor<S::Inserted<usize>, G>>
+    where
+        S: Unsqueeze<I>,
+    {
+        let parts: Vec<&Self> = parts.into_iter().collect();
+        Self::try_stack_in(parts.iter().copied(), axis, parts.len())
+    }
+
+    /// [`stack`](Self::stack) into a result whose new dim is `n`, of any dim type
+    /// (`Const::<3>` for a static one), which must be the number of parts.
+    ///
+    /// Panics if it is not, if `parts` is empty, or if their run-time dims differ; see
+    /// [`try_stack_in`](Self::try_stack_in).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let rows: Vec<Tensor<Rank1<2>>> = (0..3).map(|i| Tensor::full(i as f32)).collect();
+    /// let batch: Tensor<Rank2<3, 2>> = Tensor::stack_in(&rows, Axis::<0>, Const::<3>);
+    /// assert_eq!(batch.to_array(), [[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]);
+    /// assert!(Tensor::try_stack_in(&rows, Axis::<0>, Const::<4>).is_err());
+    /// ```
+    #[track_caller]
+    pub fn stack_in<'a, const I: usize, N: Dim>(
+        parts: impl IntoIterator<Item = &'a Self>,
+        axis: Axis<I>,
+        n: N,
+    ) -> Tensor<S::Inserted<N>, G>
+    where
+        S: Unsqueeze<I>,
+    {
+        or_panic(Self::try_stack_in(parts, axis, n))
+    }
+
+    /// The fallible form of [`stack_in`](Self::stack_in): [`Error::EmptyInput`] for no parts,
+    /// [`Error::ShapeMismatch`] if the parts' shapes differ or `n` is not their number
+    /// ([`Error::ShapeOverflow`] if the result's element count does not fit in `usize`).
+    pub fn try_stack_in<'a, const I: usize, N: Dim>(
+        parts: impl IntoIterator<Item = &'a Self>,
+        _axis: Axis<I>,
+        n: N,
+    ) -> Result<Tensor<S::Inserted<N>, G>>
+    where
+        S: Unsqueeze<I>,
+    {
+        let parts: Vec<&Self> = parts.into_iter().collect();
+        let first = parts.first().ok_or(Error::EmptyInput { op: "stack" })?;
+        let dims = first.dims();
+        if let Some(other) = parts.iter().find(|p| p.dims() != dims) {
+            return Err(Error::ShapeMismatch {
+                op: "stack",
+                lhs: dims,
+                rhs: other.dims(),
+                rule: "every part must have the same shape",
+            });
+        }
+        let out = first.shape.inserted(n);
+        if n.size() != parts.len() {
+            let mut stacked = out.dims();
+            stacked[I] = parts.len();
+            return Err(Error::ShapeMismatch {
+                op: "stack",
+                lhs: stacked,
+                rhs: out.dims(),
+                rule: "the new dim is the number of parts",
+            });
+        }
+        crate::shape::runtime::checked_numel(&out.dims())?;
+        // Each part as one slice of the new axis, joined in halves: a balanced tree of joins
+        // copies each value log2(parts) times, a chain of them up to parts - 1 times.
+        let slice = first.shape.inserted(1usize).dims();
+        let vars: Vec<Var> = parts.iter().map(|p| p.var.reshape(&slice)).collect();
+        fn halves(vars: &[Var], slice: &[usize], axis: usize) -> Var {
+            if let [one] = vars {
+                return one.clone();
+            }
+            let (front, back) = vars.split_at(vars.len() / 2);
+            let mut front_dims = slice.to_vec();
+            front_dims[axis] = front.len();
+            let joined = (halves(front, slice, axis), halves(back, slice, axis));
+            join(&joined.0, &front_dims, &joined.1, back.len(), axis)
+        }
+        Ok(Tensor::from_var(out, halves(&vars, &slice, I)))
+    }
+}
+
+/// `a` (of dims `a_dims`) then `b` (`b_len` long on `axis`, every other dim `a`'s), recorded:
+/// one copy of each into its part, and each gradient its part of the result's (a view).
+fn join(a: &Var, a_dims: &[usize], b: &Var, b_len: usize, axis: usize) -> Var {
+    let buf = a.buf().cat(&b.buf(), axis);
+    Var::record(buf, &[a, b], || {
+        let a_len = a_dims[axis];
+        let ranges = |from: usize, to: usize| -> Vec<(usize, usize)> {
+            (a_dims.iter().enumerate())
+                .map(|(d, &size)| if d == axis { (from, to) } else { (0, size) })
+                .collect()
+        };
+        let (first, second) = (ranges(0, a_len), ranges(a_len, a_len + b_len));
+        Box::new(move |g: &LazyBuffer| [g.shrink(&first), g.shrink(&second)].into())
+            as crate::autograd::BackwardFn
+    })
 }

@@ -6,7 +6,8 @@ use crate::error::{Error, Result, or_panic};
 use crate::shape::axes::assert_distinct;
 use crate::shape::runtime::{checked_numel, padded_dims};
 use crate::shape::{
-    Axes, BroadcastTo, Const, ConstShape, Dim, PermuteShape, Shape, assert_same_numel, check_reshape,
+    Axes, Axis, BroadcastTo, Const, ConstShape, Dim, One, PermuteShape, Shape, SqueezableDim, Squeeze,
+    Unsqueeze, assert_same_numel, check_reshape,
 };
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {
@@ -17,7 +18,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// let t = Tensor::<Rank1<6>>::arange().reshape::<Rank2<2, 3>>();
     /// assert_eq!(t.to_array(), [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]);
     /// ```
-    #[doc(alias("view", "unsqueeze", "squeeze"))]
+    #[doc(alias("view"))]
     pub fn reshape<Dst: ConstShape>(&self) -> Tensor<Dst, G>
     where
         S: ConstShape,
@@ -43,7 +44,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 
     /// [`try_reshape_to`](Self::try_reshape_to) that panics (naming both shapes) on a mismatch.
     #[track_caller]
-    #[doc(alias("view", "unsqueeze", "squeeze"))]
+    #[doc(alias("view"))]
     pub fn reshape_to<Dst: Shape>(&self, dst: Dst) -> Tensor<Dst, G> {
         or_panic(self.try_reshape_to(dst))
     }
@@ -61,6 +62,44 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         // Also checked by `reshape`; here the error names the caller's line.
         const { assert_same_numel::<S, (Const<N>,)>() };
         self.reshape::<(Const<N>,)>()
+    }
+
+    /// A new axis of size 1 at position `I` (from 0 to the rank), as a [`One`], so that it
+    /// broadcasts: `torch.unsqueeze(x, I)`. A view; it works on any shape, run-time dims
+    /// included.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let x = Tensor::from([[1.0, 2.0], [3.0, 4.0]]);
+    /// let row_sums = x.sum::<Axis<1>>().unsqueeze(Axis::<1>); // [2, 1], broadcasts over columns
+    /// assert_eq!((x / row_sums).to_array(), [[1.0 / 3.0, 2.0 / 3.0], [3.0 / 7.0, 4.0 / 7.0]]);
+    /// ```
+    ///
+    /// [`One`]: crate::shape::One
+    pub fn unsqueeze<const I: usize>(&self, _axis: Axis<I>) -> Tensor<S::Inserted<One>, G>
+    where
+        S: Unsqueeze<I>,
+    {
+        let shape = self.shape.inserted(One);
+        Tensor::from_var(shape, self.var.reshape(&shape.dims()))
+    }
+
+    /// Removes axis `I`, whose dim must be a static 1 (`One` or `Const<1>`; anything else does
+    /// not compile): `torch.squeeze(x, I)`. A view. A run-time dim of size 1 is removed by
+    /// [`reshape_to`](Self::reshape_to).
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let col = Tensor::from([[1.0], [2.0], [3.0]]); // [3, 1]
+    /// assert_eq!(col.squeeze(Axis::<1>).to_array(), [1.0, 2.0, 3.0]);
+    /// ```
+    pub fn squeeze<const I: usize>(&self, _axis: Axis<I>) -> Tensor<S::Squeezed, G>
+    where
+        S: Squeeze<I>,
+        S::At: SqueezableDim,
+    {
+        let shape = self.shape.squeezed();
+        Tensor::from_var(shape, self.var.reshape(&shape.dims()))
     }
 
     /// Reorders the axes: axis `k` of the result is axis `Ax[k]` of `self`.

@@ -1,0 +1,6 @@
+use teenygrad::prelude::*;
+
+fn main() {
+    let a = Tensor::<Rank2<2, 3>>::zeros();
+    let _ = a.squeeze(Axis::<1>);
+}

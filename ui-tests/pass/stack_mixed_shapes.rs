@@ -1,0 +1,7 @@
+use teenygrad::prelude::*;
+
+fn main() {
+    let a = Tensor::<Rank2<2, 3>>::zeros();
+    let b = Tensor::<Rank2<3, 2>>::zeros().t();
+    let _: Tensor<(usize, Const<2>, Const<3>)> = Tensor::stack([&a, &b], Axis::<0>);
+}
