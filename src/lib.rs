@@ -21,8 +21,8 @@ pub use rand;
 pub mod prelude {
     pub use crate::error::{Error, Result};
     pub use crate::nn::{
-        Detach, Dropout, Embedding, Gelu, GeluTanh, Init, LayerNorm, Linear, Mlp, Module, Param, Params,
-        Relu, Sigmoid, Silu, Softplus, Tanh,
+        Detach, Dropout, Elu, Embedding, Gelu, GeluTanh, Init, LayerNorm, LeakyRelu, Linear, Mlp, Module,
+        Param, Params, Relu, Sigmoid, Silu, Softplus, Tanh,
     };
     pub use crate::optim::{Adam, Optimizer, Sgd};
     pub use crate::shape::{
@@ -30,8 +30,8 @@ pub mod prelude {
         Rank3, Rank4, Rank5, Rank6, Shape,
     };
     pub use crate::tensor::{
-        GradMode, Labels, NoGrad, Tensor, Tracked, binary_cross_entropy_with_logits, cross_entropy, mse,
-        nll_loss, try_mse,
+        GradMode, Labels, NoGrad, Tensor, Tracked, binary_cross_entropy_with_logits, cross_entropy,
+        huber_loss, l1_loss, mse, nll_loss, try_mse,
     };
 }
 

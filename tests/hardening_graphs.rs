@@ -6,7 +6,8 @@
 //! value from the pool of values made so far (so values are reused two or three times, and
 //! sometimes meet themselves, as in `x * x`) and applies one typed operation:
 //! * smooth unary functions and composites (sin, tanh, exp∘tanh, log(1 + x²), softmax,
-//!   log_softmax, gelu, erf, powf, softplus, silu, ...), and the kinked ones (abs, relu);
+//!   log_softmax, gelu, erf, powf, softplus, silu, ...), and the kinked ones (abs, relu,
+//!   leaky relu, elu);
 //! * binary operations with another pool value of the same shape, with a reduced pool value
 //!   broadcast back (`(One, n)`, `(m, One)`, `(n,)`, `()`), or with a constant; `where`;
 //! * matrix products: matrix×matrix (the right side another pool value, its transpose, a reshape
@@ -256,7 +257,7 @@ impl Builder {
     }
 
     fn kinked(&mut self, x: &T2, c: &mut Choices) -> T2 {
-        match c.pick(5) {
+        match c.pick(7) {
             0 => x.abs(),
             1 => x.relu(),
             2 => {
@@ -264,6 +265,9 @@ impl Builder {
                 x.maximum(&k)
             }
             3 => x.minimum(&Tensor::from(0.25)),
+            4 => x.leaky_relu(-0.3),
+            // With alpha other than 1 its slope jumps at 0.
+            5 => x.elu(0.7),
             _ => -x.relu() + x * 0.5,
         }
     }

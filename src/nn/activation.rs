@@ -5,6 +5,29 @@ use super::{Detach, Init, Module};
 use crate::shape::Shape;
 use crate::tensor::{GradMode, Tensor};
 
+/// `Init`, `Params` and `Detach` of a layer without parameters: its settings are copied.
+macro_rules! no_parameters {
+    ($name:ident) => {
+        impl Init for $name {
+            fn init<R: rand::Rng + ?Sized>(_: &mut R) -> Self {
+                $name::default()
+            }
+        }
+
+        impl Params for $name {
+            fn visit(&self, _: &str, _: &mut dyn FnMut(&str, &dyn Param)) {}
+            fn visit_mut(&mut self, _: &str, _: &mut dyn FnMut(&str, &mut dyn Param)) {}
+        }
+
+        impl Detach for $name {
+            type Detached = $name;
+            fn detached(&self) -> $name {
+                *self
+            }
+        }
+    };
+}
+
 macro_rules! activation {
     ($(#[$doc:meta])* $name:ident => $method:ident) => {
         $(#[$doc])*
@@ -19,23 +42,32 @@ macro_rules! activation {
             }
         }
 
-        impl Init for $name {
-            fn init<R: rand::Rng + ?Sized>(_: &mut R) -> Self {
-                $name
+        no_parameters!($name);
+    };
+    // One setting, an `f32` with PyTorch's default.
+    ($(#[$doc:meta])* $name:ident { $(#[$field_doc:meta])* $field:ident = $default:expr } => $method:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub struct $name {
+            $(#[$field_doc])*
+            pub $field: f32,
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name { $field: $default }
             }
         }
 
-        impl Params for $name {
-            fn visit(&self, _: &str, _: &mut dyn FnMut(&str, &dyn Param)) {}
-            fn visit_mut(&mut self, _: &str, _: &mut dyn FnMut(&str, &mut dyn Param)) {}
-        }
-
-        impl Detach for $name {
-            type Detached = $name;
-            fn detached(&self) -> $name {
-                $name
+        #[diagnostic::do_not_recommend]
+        impl<S: Shape, G: GradMode> Module<Tensor<S, G>> for $name {
+            type Output = Tensor<S, G>;
+            fn forward(&self, x: Tensor<S, G>) -> Tensor<S, G> {
+                x.$method(self.$field)
             }
         }
+
+        no_parameters!($name);
     };
 }
 
@@ -109,4 +141,33 @@ activation!(
     /// assert_eq!(Softplus.forward(Tensor::from([100.0])).to_array(), [100.0]);
     /// ```
     Softplus => softplus
+);
+activation!(
+    /// Leaky ReLU ([`Tensor::leaky_relu`]), as PyTorch's `nn.LeakyReLU`: `Default` and `Init`
+    /// give its slope, 0.01.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// use teenygrad::nn::{LeakyRelu, Module};
+    /// assert_eq!(LeakyRelu::default().forward(Tensor::from([-2.0, 3.0])).to_array(), [-0.02, 3.0]);
+    /// assert_eq!(LeakyRelu { slope: 0.5 }.forward(Tensor::from([-2.0])).to_array(), [-1.0]);
+    /// ```
+    LeakyRelu {
+        /// The slope below zero.
+        slope = 0.01
+    } => leaky_relu
+);
+activation!(
+    /// ELU ([`Tensor::elu`]), as PyTorch's `nn.ELU`: `Default` and `Init` give its `alpha`, 1.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// use teenygrad::nn::{Elu, Module};
+    /// assert_eq!(Elu::default().forward(Tensor::from([2.0])).to_array(), [2.0]);
+    /// assert_eq!(Elu { alpha: 2.0 }.forward(Tensor::from([f32::NEG_INFINITY])).to_array(), [-2.0]);
+    /// ```
+    Elu {
+        /// The value approached far below zero is `-alpha`.
+        alpha = 1.0
+    } => elu
 );

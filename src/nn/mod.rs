@@ -76,7 +76,7 @@ pub(crate) mod safetensors;
 mod sequential;
 
 pub use self::safetensors::{from_bytes, load, save, to_bytes};
-pub use activation::{Gelu, GeluTanh, Relu, Sigmoid, Silu, Softplus, Tanh};
+pub use activation::{Elu, Gelu, GeluTanh, LeakyRelu, Relu, Sigmoid, Silu, Softplus, Tanh};
 pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use linear::Linear;

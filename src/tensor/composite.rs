@@ -7,7 +7,7 @@
 
 use super::{GradMode, Tensor};
 use crate::autograd::Var;
-use crate::error::{Error, Result, or_panic};
+use crate::error::{Error, Result};
 use crate::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp};
 use crate::shape::{Axes, Const, Dim, ReduceShape, Shape};
 
@@ -418,55 +418,6 @@ pub(super) fn one_hot(indices: &[usize], classes: usize) -> Result<LazyBuffer> {
     Ok(labels
         .expand(&shape)
         .binary(BinaryOp::CmpEq, &columns.expand(&shape)))
-}
-
-/// Mean squared error `mean((prediction - target)²)`, tracked if either side is (as the
-/// arithmetic ops): the gradient reaches whichever of the two requires it.
-///
-/// Panics if run-time (`usize`) dims of the two differ, naming both shapes; see [`try_mse`].
-///
-/// ```
-/// use teenygrad::prelude::*;
-/// use teenygrad::tensor::mse;
-/// assert_eq!(mse(&Tensor::from([1.0, 3.0]), &Tensor::from([0.0, 0.0])).item(), 5.0);
-/// ```
-#[track_caller]
-pub fn mse<S: Shape, G, G2: GradMode>(prediction: &Tensor<S, G>, target: &Tensor<S, G2>) -> Tensor<(), G::Out>
-where
-    G: super::Join<G2>,
-{
-    or_panic(try_mse(prediction, target))
-}
-
-/// [`mse`], with [`Error::ShapeMismatch`] if run-time dims of the two differ.
-///
-/// ```
-/// use teenygrad::prelude::*;
-/// use teenygrad::tensor::try_mse;
-/// let p = Tensor::from_vec(vec![1.0; 2], (2usize,)).unwrap();
-/// let t = Tensor::from_vec(vec![1.0; 3], (3usize,)).unwrap();
-/// assert!(try_mse(&p, &t).is_err());
-/// ```
-pub fn try_mse<S: Shape, G, G2: GradMode>(
-    prediction: &Tensor<S, G>,
-    target: &Tensor<S, G2>,
-) -> Result<Tensor<(), G::Out>>
-where
-    G: super::Join<G2>,
-{
-    if prediction.dims() != target.dims() {
-        return Err(Error::ShapeMismatch {
-            op: "mse",
-            lhs: prediction.dims(),
-            rhs: target.dims(),
-            rule: "prediction and target must have the same shape",
-        });
-    }
-    let diff = Tensor::<S, G::Out>::from_var(
-        prediction.shape,
-        prediction.var.binary(BinaryOp::Sub, &target.var),
-    );
-    Ok(diff.square().mean_all())
 }
 
 /// `tril` and `triu` for tensors of rank 2 and more, over their last two axes.

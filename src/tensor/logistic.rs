@@ -3,9 +3,10 @@
 //! x = −20 and `inf` at 89), and each records one backward rule, in terms of `sigmoid` (the
 //! one PyTorch uses), rather than one per primitive.
 
+use super::regression::check_same_dims;
 use super::{GradMode, Join, Tensor};
 use crate::autograd::{BackwardFn, Var};
-use crate::error::{Error, Result, or_panic};
+use crate::error::{Result, or_panic};
 use crate::lazy::{BinaryOp, LazyBuffer, UnaryOp};
 use crate::shape::Shape;
 
@@ -94,8 +95,8 @@ where
     or_panic(try_binary_cross_entropy_with_logits(logits, targets))
 }
 
-/// [`binary_cross_entropy_with_logits`], with [`Error::ShapeMismatch`] if run-time dims of the
-/// two differ.
+/// [`binary_cross_entropy_with_logits`], with
+/// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) if run-time dims of the two differ.
 pub fn try_binary_cross_entropy_with_logits<S: Shape, G, G2: GradMode>(
     logits: &Tensor<S, G>,
     targets: &Tensor<S, G2>,
@@ -103,14 +104,13 @@ pub fn try_binary_cross_entropy_with_logits<S: Shape, G, G2: GradMode>(
 where
     G: Join<G2>,
 {
-    if logits.dims() != targets.dims() {
-        return Err(Error::ShapeMismatch {
-            op: "binary_cross_entropy_with_logits",
-            lhs: logits.dims(),
-            rhs: targets.dims(),
-            rule: "logits and targets must have the same shape",
-        });
-    }
+    let rule = "logits and targets must have the same shape";
+    check_same_dims(
+        "binary_cross_entropy_with_logits",
+        rule,
+        &logits.shape,
+        &targets.shape,
+    )?;
     let (x, y) = (logits.var.buf().into_owned(), targets.var.buf().into_owned());
     let one = LazyBuffer::full(x.shape(), 1.0);
     let losses = (one.sub(&y).mul(&x))

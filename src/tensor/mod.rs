@@ -20,11 +20,14 @@ mod logistic;
 mod matmul;
 mod movement;
 mod read;
+mod rectifier;
 mod reduce;
+mod regression;
 mod select;
 
-pub use composite::{Labels, cross_entropy, mse, try_mse};
+pub use composite::{Labels, cross_entropy};
 pub use logistic::{binary_cross_entropy_with_logits, try_binary_cross_entropy_with_logits};
+pub use regression::{huber_loss, l1_loss, mse, try_huber_loss, try_l1_loss, try_mse};
 pub use select::nll_loss;
 
 use std::marker::PhantomData;
