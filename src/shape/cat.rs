@@ -3,6 +3,7 @@
 //! Stable Rust cannot add two const sizes in a type, so the joined axis's dim is chosen by the
 //! caller (`usize`, or a static size checked at run time); the other dims are checked by type.
 
+use super::axes::for_each_axis;
 use super::dims::Dim;
 use super::shapes::Shape;
 
@@ -30,40 +31,18 @@ pub trait CatAlong<const I: usize>: Shape {
     fn joined<N: Dim>(&self, n: N) -> Self::Joined<N>;
 }
 
-/// One impl per rank and axis: the dims before the axis, then after it.
 macro_rules! cat_along {
-    ($axis:literal; $($before:ident)*; $($after:ident)*) => {
+    ([$(($p:ident $pi:tt))*] ($d:ident $i:tt) [$(($q:ident $qi:tt))*]) => {
         #[diagnostic::do_not_recommend]
-        impl<$($before: Dim,)* A: Dim, $($after: Dim,)*> CatAlong<$axis> for ($($before,)* A, $($after,)*) {
-            type OtherDims = (($($before,)*), ($($after,)*));
-            type Joined<N: Dim> = ($($before,)* N, $($after,)*);
+        impl<$($p: Dim,)* $d: Dim, $($q: Dim,)*> CatAlong<$i> for ($($p,)* $d, $($q,)*) {
+            type OtherDims = (($($p,)*), ($($q,)*));
+            type Joined<N: Dim> = ($($p,)* N, $($q,)*);
             #[allow(non_snake_case)]
             fn joined<N: Dim>(&self, n: N) -> Self::Joined<N> {
-                let ($($before,)* _, $($after,)*) = *self;
-                ($($before,)* n, $($after,)*)
+                let ($($p,)* _, $($q,)*) = *self;
+                ($($p,)* n, $($q,)*)
             }
         }
     };
 }
-
-cat_along!(0;;);
-cat_along!(0;; E1);
-cat_along!(1; E0;);
-cat_along!(0;; E1 E2);
-cat_along!(1; E0; E2);
-cat_along!(2; E0 E1;);
-cat_along!(0;; E1 E2 E3);
-cat_along!(1; E0; E2 E3);
-cat_along!(2; E0 E1; E3);
-cat_along!(3; E0 E1 E2;);
-cat_along!(0;; E1 E2 E3 E4);
-cat_along!(1; E0; E2 E3 E4);
-cat_along!(2; E0 E1; E3 E4);
-cat_along!(3; E0 E1 E2; E4);
-cat_along!(4; E0 E1 E2 E3;);
-cat_along!(0;; E1 E2 E3 E4 E5);
-cat_along!(1; E0; E2 E3 E4 E5);
-cat_along!(2; E0 E1; E3 E4 E5);
-cat_along!(3; E0 E1 E2; E4 E5);
-cat_along!(4; E0 E1 E2 E3; E5);
-cat_along!(5; E0 E1 E2 E3 E4;);
+for_each_axis!(cat_along);

@@ -1,6 +1,7 @@
 //! Adding and removing an axis: what `unsqueeze`, `squeeze` and `stack` do to a shape's type.
 
 use super::dims::{Const, Dim, One};
+use super::axes::for_each_axis;
 use super::shapes::Shape;
 
 /// A shape with room for a new axis at position `I` (`0..=rank`, rank at most 5):
@@ -55,50 +56,30 @@ pub trait SqueezableDim: Dim {}
 impl SqueezableDim for One {}
 impl SqueezableDim for Const<1> {}
 
-/// One impl of each per rank and position: the dims before it, then after it.
+/// For each rank and axis: `Squeeze` on the shape with that axis, `Unsqueeze` at that position
+/// on the shape without it.
 macro_rules! at_axis {
-    ($axis:literal; $($before:ident)*; $($after:ident)*) => {
+    ([$(($p:ident $pi:tt))*] ($d:ident $i:tt) [$(($q:ident $qi:tt))*]) => {
         #[diagnostic::do_not_recommend]
-        impl<$($before: Dim,)* $($after: Dim,)*> Unsqueeze<$axis> for ($($before,)* $($after,)*) {
-            type Inserted<D: Dim> = ($($before,)* D, $($after,)*);
+        impl<$($p: Dim,)* $($q: Dim,)*> Unsqueeze<$i> for ($($p,)* $($q,)*) {
+            type Inserted<D: Dim> = ($($p,)* D, $($q,)*);
             #[allow(non_snake_case)]
             fn inserted<D: Dim>(&self, d: D) -> Self::Inserted<D> {
-                let ($($before,)* $($after,)*) = *self;
-                ($($before,)* d, $($after,)*)
+                let ($($p,)* $($q,)*) = *self;
+                ($($p,)* d, $($q,)*)
             }
         }
 
         #[diagnostic::do_not_recommend]
-        impl<$($before: Dim,)* A: Dim, $($after: Dim,)*> Squeeze<$axis> for ($($before,)* A, $($after,)*) {
-            type At = A;
-            type Squeezed = ($($before,)* $($after,)*);
+        impl<$($p: Dim,)* $d: Dim, $($q: Dim,)*> Squeeze<$i> for ($($p,)* $d, $($q,)*) {
+            type At = $d;
+            type Squeezed = ($($p,)* $($q,)*);
             #[allow(non_snake_case, clippy::unused_unit)]
             fn squeezed(&self) -> Self::Squeezed {
-                let ($($before,)* _, $($after,)*) = *self;
-                ($($before,)* $($after,)*)
+                let ($($p,)* _, $($q,)*) = *self;
+                ($($p,)* $($q,)*)
             }
         }
     };
 }
-
-at_axis!(0;;);
-at_axis!(0;; E1);
-at_axis!(1; E0;);
-at_axis!(0;; E1 E2);
-at_axis!(1; E0; E2);
-at_axis!(2; E0 E1;);
-at_axis!(0;; E1 E2 E3);
-at_axis!(1; E0; E2 E3);
-at_axis!(2; E0 E1; E3);
-at_axis!(3; E0 E1 E2;);
-at_axis!(0;; E1 E2 E3 E4);
-at_axis!(1; E0; E2 E3 E4);
-at_axis!(2; E0 E1; E3 E4);
-at_axis!(3; E0 E1 E2; E4);
-at_axis!(4; E0 E1 E2 E3;);
-at_axis!(0;; E1 E2 E3 E4 E5);
-at_axis!(1; E0; E2 E3 E4 E5);
-at_axis!(2; E0 E1; E3 E4 E5);
-at_axis!(3; E0 E1 E2; E4 E5);
-at_axis!(4; E0 E1 E2 E3; E5);
-at_axis!(5; E0 E1 E2 E3 E4;);
+for_each_axis!(at_axis);
