@@ -1,7 +1,7 @@
 //! Adding and removing an axis: what `unsqueeze`, `squeeze` and `stack` do to a shape's type.
 
-use super::dims::{Const, Dim, One};
 use super::axes::for_each_axis;
+use super::dims::{Const, Dim, One};
 use super::shapes::Shape;
 
 /// A shape with room for a new axis at position `I` (`0..=rank`, rank at most 5):
