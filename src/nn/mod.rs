@@ -25,7 +25,7 @@
 //!
 //! ```
 //! use teenygrad::prelude::*;
-//! use teenygrad::nn::{Init, Linear, Module, Param, Params, Relu, join};
+//! use teenygrad::nn::{Init, Linear, Module, Params, Relu};
 //! use teenygrad::tensor::Join;
 //! use rand::SeedableRng;
 //!
@@ -45,14 +45,8 @@
 //!     }
 //! }
 //!
-//! impl<const N: usize> Params for Residual<N> {
-//!     fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
-//!         self.f.visit(&join(prefix, "f"), f);
-//!     }
-//!     fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
-//!         self.f.visit_mut(&join(prefix, "f"), f);
-//!     }
-//! }
+//! // Its parameters are those of its field `f`, named under "f" (see `impl_params!`).
+//! teenygrad::impl_params!([const N: usize] Residual<N> { f });
 //!
 //! let mut rng = rand::rngs::StdRng::seed_from_u64(0);
 //! let block = Residual::<4> { f: Init::init(&mut rng) };
@@ -72,6 +66,7 @@ mod embedding;
 mod linear;
 mod norm;
 mod params;
+mod params_macro;
 pub(crate) mod safetensors;
 mod sequential;
 

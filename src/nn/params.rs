@@ -100,11 +100,12 @@ pub trait Params {
     /// Switches layers that train differently from how they evaluate ([`Dropout`]) to training
     /// (`true`) or evaluation (`false`). Layers without such behaviour ignore it (the default);
     /// tuples pass it to each module, and a model struct should pass it to its fields as its
-    /// `visit` does, or its dropout layers keep their mode. [`Detach`]'s twin is always in
+    /// `visit` does, or its dropout layers keep their mode ([`impl_params!`] writes both). [`Detach`]'s twin is always in
     /// evaluation mode.
     ///
     /// [`Dropout`]: super::Dropout
     /// [`Detach`]: super::Detach
+    /// [`impl_params!`]: crate::impl_params
     fn set_training(&self, training: bool) {
         let _ = training;
     }
@@ -253,7 +254,8 @@ pub(crate) fn first_repeated<T, K: Hash + Eq + ?Sized>(
 }
 
 /// `prefix.name`, or `name` when the prefix is empty: the name of a module's child `name` when
-/// the module is visited under `prefix`. A hand-written [`Params`] passes it to each child.
+/// the module is visited under `prefix`. A hand-written [`Params`] passes it to each child
+/// ([`impl_params!`](crate::impl_params) writes such an impl from a list of fields).
 ///
 /// ```
 /// use teenygrad::nn::{Init, Linear, Param, Params, join};

@@ -1,0 +1,57 @@
+//! [`impl_params!`](crate::impl_params): a model struct's [`Params`](super::Params) from the
+//! list of its fields, so a hand-written one cannot forget a field or `set_training`.
+
+/// Implements [`Params`](crate::nn::Params) for a struct from the fields that hold its layers
+/// or parameter tensors: each is visited under its field name (`"encoder.weight"`), in the
+/// order listed, and [`set_training`](crate::nn::Params::set_training) reaches each, so the
+/// struct's dropout layers follow `train()` and `eval()`. Fields left out (settings, caches)
+/// are not parameters. Generic parameters go in brackets before the type:
+/// `impl_params!([const N: usize] Block<N> { attn, mlp })`.
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::impl_params;
+/// use rand::SeedableRng;
+///
+/// struct Classifier {
+///     encoder: (Linear<4, 8>, Relu, Dropout),
+///     scale: Tensor<Rank1<8>, Tracked>,
+///     head: Linear<8, 2>,
+///     threshold: f32, // not a parameter
+/// }
+/// impl_params!(Classifier { encoder, scale, head });
+///
+/// let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+/// let model = Classifier {
+///     encoder: (Linear::init(&mut rng), Relu, Dropout::new(0.5, 1)),
+///     scale: Tensor::ones().requires_grad(),
+///     head: Linear::init(&mut rng),
+///     threshold: 0.5,
+/// };
+/// let names: Vec<String> = model.named_dims().into_iter().map(|(name, _)| name).collect();
+/// assert_eq!(names, ["encoder.0.weight", "encoder.0.bias", "scale", "head.weight", "head.bias"]);
+/// model.eval();
+/// assert!(!model.encoder.2.is_training());
+/// ```
+#[macro_export]
+macro_rules! impl_params {
+    ([$($generics:tt)*] $model:ty { $($field:ident),* $(,)? }) => {
+        impl<$($generics)*> $crate::nn::Params for $model {
+            fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn $crate::nn::Param)) {
+                use $crate::nn::{Params, join};
+                $(Params::visit(&self.$field, &join(prefix, stringify!($field)), f);)*
+            }
+            fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn $crate::nn::Param)) {
+                use $crate::nn::{Params, join};
+                $(Params::visit_mut(&mut self.$field, &join(prefix, stringify!($field)), f);)*
+            }
+            fn set_training(&self, training: bool) {
+                $($crate::nn::Params::set_training(&self.$field, training);)*
+                let _ = training;
+            }
+        }
+    };
+    ($model:ty { $($field:ident),* $(,)? }) => {
+        $crate::impl_params!([] $model { $($field),* });
+    };
+}

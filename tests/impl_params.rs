@@ -1,0 +1,141 @@
+//! `impl_params!`: a model struct's parameters by field name, reached by optimizers, saving and
+//! loading, and `train()`/`eval()`, for plain and generic structs.
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use teenygrad::impl_params;
+use teenygrad::nn::{from_bytes, to_bytes};
+use teenygrad::prelude::*;
+
+/// Two branches added, a learned scale, nested dropout, a list of layers and a setting.
+struct TwoBranch {
+    left: (Linear<3, 4>, Relu, Dropout),
+    right: Linear<3, 4>,
+    scale: Tensor<Rank1<4>, Tracked>,
+    stack: Vec<Linear<4, 4>>,
+    head: Linear<4, 1>,
+    slope: f32,
+}
+impl_params!(TwoBranch {
+    left,
+    right,
+    scale,
+    stack,
+    head
+});
+
+impl TwoBranch {
+    fn new(rng: &mut StdRng) -> Self {
+        TwoBranch {
+            left: (Linear::init(rng), Relu, Dropout::new(0.5, 7)),
+            right: Linear::init(rng),
+            scale: Tensor::ones().requires_grad(),
+            stack: vec![Linear::init(rng), Linear::init(rng)],
+            head: Linear::init(rng),
+            slope: 0.1,
+        }
+    }
+
+    fn forward(&self, x: Tensor<Rank2<5, 3>>) -> Tensor<Rank2<5, 1>, Tracked> {
+        let mut h = (self.left.forward(x.clone()) + self.right.forward(x)) * &self.scale;
+        for layer in &self.stack {
+            h = layer.forward(h).leaky_relu(self.slope);
+        }
+        self.head.forward(h)
+    }
+}
+
+/// A generic block, its parameters under one field.
+struct Block<const N: usize> {
+    inner: (Linear<N, N>, Tanh),
+}
+impl_params!([const N: usize] Block<N> { inner });
+
+#[test]
+fn fields_are_named_in_the_order_listed() {
+    let model = TwoBranch::new(&mut StdRng::seed_from_u64(0));
+    let names: Vec<String> = model.named_dims().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "left.0.weight",
+            "left.0.bias",
+            "right.weight",
+            "right.bias",
+            "scale",
+            "stack.0.weight",
+            "stack.0.bias",
+            "stack.1.weight",
+            "stack.1.bias",
+            "head.weight",
+            "head.bias",
+        ]
+    );
+    assert_eq!(model.parameter_count(), 16 + 16 + 4 + 2 * 20 + 5);
+    let block = (
+        Block::<2> {
+            inner: Init::init(&mut StdRng::seed_from_u64(1)),
+        },
+        Relu,
+    );
+    assert_eq!(
+        block.named_dims()[0],
+        ("0.inner.0.weight".to_string(), vec![2, 2])
+    );
+}
+
+#[test]
+fn an_optimizer_step_reaches_every_listed_field() {
+    let mut rng = StdRng::seed_from_u64(2);
+    let mut model = TwoBranch::new(&mut rng);
+    model.eval();
+    let before: Vec<Vec<f32>> = {
+        let mut v = Vec::new();
+        model.visit("", &mut |_, p| v.push(p.values()));
+        v
+    };
+    let x = Tensor::<Rank2<5, 3>>::randn(&mut rng);
+    model.forward(x).square().sum_all().backward();
+    Sgd::new(0.1).step(&mut model);
+    let mut index = 0;
+    model.visit("", &mut |name, p| {
+        assert_ne!(p.values(), before[index], "{name} did not move");
+        index += 1;
+    });
+    assert_eq!(index, 11);
+    model.zero_grad();
+    model.visit("", &mut |name, p| assert!(p.grad_values().is_none(), "{name}"));
+}
+
+#[test]
+fn train_and_eval_reach_nested_dropout() {
+    let model = TwoBranch::new(&mut StdRng::seed_from_u64(3));
+    assert!(model.left.2.is_training());
+    model.eval();
+    assert!(!model.left.2.is_training());
+    // Evaluation is deterministic; training draws masks.
+    let x = Tensor::<Rank2<5, 3>>::ones();
+    assert_eq!(
+        model.forward(x.clone()).to_vec(),
+        model.forward(x.clone()).to_vec()
+    );
+    model.train();
+    assert!(model.left.2.is_training());
+}
+
+#[test]
+fn saved_and_loaded_by_field_names() {
+    let model = TwoBranch::new(&mut StdRng::seed_from_u64(4));
+    let bytes = to_bytes(&model).unwrap();
+    let mut other = TwoBranch::new(&mut StdRng::seed_from_u64(5));
+    model.eval();
+    other.eval();
+    let x = Tensor::<Rank2<5, 3>>::ones();
+    assert_ne!(
+        model.forward(x.clone()).to_vec(),
+        other.forward(x.clone()).to_vec()
+    );
+    from_bytes(&mut other, &bytes).unwrap();
+    assert_eq!(model.forward(x.clone()).to_vec(), other.forward(x).to_vec());
+    assert_eq!(other.slope, 0.1);
+}
