@@ -1,8 +1,8 @@
-//! A panicking method (run-time dims that disagree, an invalid optimizer or clipping setting, a
-//! second backward through a graph, an optimizer stepping another model, a batch size of 0, a
-//! sample, digit or embedding index out of range) reports the caller's line, not a line inside
-//! the library: that line is where the bug is. One test, since the panic hook it sets is global
-//! to the process.
+//! A panicking method (run-time dims that disagree, an invalid optimizer, clipping or loss
+//! setting, a second backward through a graph, an optimizer stepping another model, a batch
+//! size of 0, a sample, digit or embedding index out of range) reports the caller's line, not
+//! a line inside the library: that line is where the bug is. One test, since the panic hook it
+//! sets is global to the process.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -65,6 +65,7 @@ fn panics_report_the_callers_line() {
     adam.step(&mut layer);
     let (emb, ids) = (Embedding::<4, 2>::init(&mut seeded(6)), &[1, 4][..]);
     let chain = (emb.clone(), Linear::<2, 3>::init(&mut seeded(7)));
+    let ab = [&a, &b];
     // One line each: `line!()` must be the line of the call.
     let cases: Vec<Case> = vec![
         ("add: ", line!(), Box::new(|| drop(&a + &b))),
@@ -79,6 +80,11 @@ fn panics_report_the_callers_line() {
         ("broadcast_to: ", line!(), Box::new(|| drop(a.broadcast_to(five)))),
         ("reshape: ", line!(), Box::new(|| drop(a.reshape_to(five)))),
         ("mse: ", line!(), Box::new(|| drop(mse(&a, &b)))),
+        ("mse: ", line!(), Box::new(|| drop(a.mse(&b)))),
+        ("l1_loss: ", line!(), Box::new(|| drop(a.l1_loss(&b)))),
+        ("huber_loss: ", line!(), Box::new(|| drop(a.huber_loss(&b, 1.0)))),
+        ("huber", line!(), Box::new(|| drop(a.huber_loss(&a, -1.0)))),
+        ("stack", line!(), Box::new(|| drop(Tensor::stack(ab, Axis::<1>)))),
         ("zeros_in: ", line!(), Box::new(|| drop(Rows::zeros_in(huge)))),
         ("Nesterov momentum", line!(), Box::new(|| opt.step(&mut layer))),
         ("backward through a graph", line!(), Box::new(|| used.backward())),

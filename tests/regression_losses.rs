@@ -177,3 +177,29 @@ fn huber_rejects_a_nan_delta() {
     let x = Tensor::from([1.0]);
     let _ = huber_loss(&x, &x, f32::NAN);
 }
+
+#[test]
+fn method_forms_are_the_functions() {
+    let (p, t) = (Tensor::from(P).requires_grad(), Tensor::from(T));
+    assert_eq!(p.mse(&t).item(), mse(&p, &t).item());
+    assert_eq!(p.l1_loss(&t).item(), l1_loss(&p, &t).item());
+    assert_eq!(p.huber_loss(&t, 0.5).item(), huber_loss(&p, &t, 0.5).item());
+    let bce = teenygrad::tensor::binary_cross_entropy_with_logits(&p, &t.sigmoid());
+    assert_eq!(
+        p.binary_cross_entropy_with_logits(&t.sigmoid()).item(),
+        bce.item()
+    );
+    let logits = Tensor::from([[0.5, -1.0, 2.0], [0.0, 3.0, -2.0]]);
+    let labels = Labels::new(vec![2, 0], Const::<2>).unwrap();
+    let f = cross_entropy(&logits, &labels).unwrap().item();
+    assert_eq!(logits.cross_entropy(&labels).unwrap().item(), f);
+    let log_probs = logits.log_softmax::<Axis<1>>();
+    let nll = teenygrad::tensor::nll_loss(&log_probs, &labels).unwrap().item();
+    assert_eq!(log_probs.nll_loss(&labels).unwrap().item(), nll);
+    // The method's gradient is the function's.
+    p.huber_loss(&t, 0.5).backward();
+    assert_eq!(
+        p.grad().unwrap().to_array(),
+        [0.0625, 0.0625, -0.0625, 0.0625, -0.0625, 0.0, 0.0625, 0.0625]
+    );
+}

@@ -17,6 +17,7 @@ mod create;
 mod elementwise;
 mod fmt;
 mod logistic;
+mod loss_methods;
 mod matmul;
 mod movement;
 mod read;
