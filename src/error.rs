@@ -71,6 +71,13 @@ pub enum Error {
         /// The length it must be below.
         len: usize,
     },
+    /// A setting outside the values an operation accepts (a Huber `delta` that is not positive).
+    InvalidArgument {
+        /// The operation, e.g. `"huber_loss"`.
+        op: &'static str,
+        /// The setting, its value and the rule, in words.
+        message: String,
+    },
     /// An operation on a list of tensors given none (`stack`).
     EmptyInput {
         /// The operation, e.g. `"stack"`.
@@ -131,6 +138,7 @@ impl fmt::Display for Error {
                 f,
                 "{op}: index {index} (at position {position}) is out of range for length {len}"
             ),
+            Error::InvalidArgument { op, message } => write!(f, "{op}: {message}"),
             Error::EmptyInput { op } => write!(f, "{op}: needs at least one tensor, got none"),
             Error::ShapeOverflow { shape } => {
                 write!(f, "shape {shape:?} has more elements than fit in usize")

@@ -31,7 +31,7 @@ pub mod prelude {
     };
     pub use crate::tensor::{
         GradMode, Labels, NoGrad, Tensor, Tracked, binary_cross_entropy_with_logits, cross_entropy,
-        huber_loss, l1_loss, mse, nll_loss, try_mse,
+        huber_loss, l1_loss, mse, nll_loss, try_huber_loss, try_l1_loss, try_mse,
     };
 }
 

@@ -204,6 +204,7 @@ fn gradients_against_f64_central_differences() {
 fn modules_default_to_pytorchs_settings() {
     assert_eq!(LeakyRelu::default(), LeakyRelu { slope: 0.01 });
     assert_eq!(Elu::default(), Elu { alpha: 1.0 });
+    assert_eq!((LeakyRelu::new(0.2).slope, Elu::new(0.3).alpha), (0.2, 0.3));
     let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(0);
     assert_eq!(<LeakyRelu as Init>::init(&mut rng), LeakyRelu::default());
     let x = Tensor::from([-1.0, 2.0]);

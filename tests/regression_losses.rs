@@ -165,6 +165,25 @@ fn mismatched_run_time_shapes_are_errors() {
 }
 
 #[test]
+fn a_delta_that_is_not_positive_is_an_error() {
+    let x = Tensor::from([1.0]);
+    for delta in [0.0, -0.0, -1.0, f32::NAN, f32::NEG_INFINITY] {
+        match try_huber_loss(&x, &x, delta) {
+            Err(Error::InvalidArgument {
+                op: "huber_loss",
+                message,
+            }) => {
+                assert_eq!(message, format!("delta = {delta} is not positive"))
+            }
+            other => panic!("delta {delta}: {:?}", other.map(|l| l.item())),
+        }
+    }
+    // The smallest positive delta and an infinite one are settings like any other.
+    assert_eq!(huber_loss(&x, &Tensor::from([0.0]), f32::INFINITY).item(), 0.5);
+    assert!(try_huber_loss(&x, &x, f32::from_bits(1)).is_ok());
+}
+
+#[test]
 #[should_panic(expected = "huber_loss: delta = 0 is not positive")]
 fn huber_needs_a_positive_delta() {
     let x = Tensor::from([1.0]);

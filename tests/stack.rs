@@ -104,6 +104,17 @@ fn specials_are_copied_bit_for_bit() {
 }
 
 #[test]
+fn parts_by_value_reference_or_iterator() {
+    let rows: Vec<Tensor<Rank1<2>>> = (0..3).map(|i| Tensor::full(i as f32)).collect();
+    let want = vec![0.0, 0.0, 1.0, 1.0, 2.0, 2.0];
+    assert_eq!(Tensor::stack(&rows, Axis::<0>).to_vec(), want);
+    assert_eq!(Tensor::stack(rows.iter(), Axis::<0>).to_vec(), want);
+    assert_eq!(Tensor::stack(rows.clone(), Axis::<0>).to_vec(), want);
+    let made = (0..3).map(|i| Tensor::<Rank1<2>>::full(i as f32));
+    assert_eq!(Tensor::stack(made, Axis::<0>).to_vec(), want);
+}
+
+#[test]
 fn many_and_empty_parts() {
     // 37 parts: an odd count at several levels of the tree.
     let parts: Vec<Tensor<Rank1<2>>> = (0..37).map(|i| Tensor::from([i as f32, -(i as f32)])).collect();

@@ -53,6 +53,13 @@ macro_rules! activation {
             pub $field: f32,
         }
 
+        impl $name {
+            #[doc = concat!("The layer with `", stringify!($field), "` set (`default()` gives ", stringify!($default), ").")]
+            pub fn new($field: f32) -> Self {
+                $name { $field }
+            }
+        }
+
         impl Default for $name {
             fn default() -> Self {
                 $name { $field: $default }
@@ -143,14 +150,14 @@ activation!(
     Softplus => softplus
 );
 activation!(
-    /// Leaky ReLU ([`Tensor::leaky_relu`]), as PyTorch's `nn.LeakyReLU`: `Default` and `Init`
-    /// give its slope, 0.01.
+    /// Leaky ReLU ([`Tensor::leaky_relu`]), as PyTorch's `nn.LeakyReLU(negative_slope)`:
+    /// `Default` and `Init` give its slope, 0.01.
     ///
     /// ```
     /// use teenygrad::prelude::*;
     /// use teenygrad::nn::{LeakyRelu, Module};
     /// assert_eq!(LeakyRelu::default().forward(Tensor::from([-2.0, 3.0])).to_array(), [-0.02, 3.0]);
-    /// assert_eq!(LeakyRelu { slope: 0.5 }.forward(Tensor::from([-2.0])).to_array(), [-1.0]);
+    /// assert_eq!(LeakyRelu::new(0.5).forward(Tensor::from([-2.0])).to_array(), [-1.0]);
     /// ```
     LeakyRelu {
         /// The slope below zero.
@@ -164,7 +171,7 @@ activation!(
     /// use teenygrad::prelude::*;
     /// use teenygrad::nn::{Elu, Module};
     /// assert_eq!(Elu::default().forward(Tensor::from([2.0])).to_array(), [2.0]);
-    /// assert_eq!(Elu { alpha: 2.0 }.forward(Tensor::from([f32::NEG_INFINITY])).to_array(), [-2.0]);
+    /// assert_eq!(Elu::new(2.0).forward(Tensor::from([f32::NEG_INFINITY])).to_array(), [-2.0]);
     /// ```
     Elu {
         /// The value approached far below zero is `-alpha`.

@@ -1,5 +1,7 @@
 //! Joining tensors: two along an axis (`cat`), or many along a new one (`stack`).
 
+use std::borrow::Borrow;
+
 use super::{GradMode, Join, Tensor};
 use crate::autograd::Var;
 use crate::error::{Error, Result, or_panic};
@@ -124,11 +126,16 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         Ok(Tensor::from_var(out, join(&self.var, &lhs, &other.var, b, axis)))
     }
 
-    /// `parts` stacked along a new axis `I` (from 0 to their rank), as
-    /// `torch.stack(parts, dim=I)`: part `k` is the result's index `k` on that axis. The new
-    /// dim is run-time sized; [`stack_in`](Self::stack_in) names a static one. Each part's
-    /// gradient is its slice of the result's. Values are copied bit for bit, by joining halves
-    /// in turn: each value is copied about `log2(parts)` times.
+    /// `parts` (tensors, or references to them: an array, a `Vec`, an iterator) stacked along a
+    /// new axis `I` (from 0 to their rank), as `torch.stack(parts, dim=I)`: part `k` is the
+    /// result's index `k` on that axis. The new dim is run-time sized;
+    /// [`stack_in`](Self::stack_in) names a static one. Each part's gradient is its slice of
+    /// the result's. Values are copied bit for bit, by joining halves in turn: each value is
+    /// copied about `log2(parts)` times.
+    ///
+    /// The parts have one type, so one grad mode: to stack constants with a tracked tensor,
+    /// make them tracked with [`requires_grad`](Self::requires_grad) (they get a gradient that
+    /// nothing reads), or join the two groups with [`cat`](Self::cat), which takes both.
     ///
     /// Panics if `parts` is empty or their run-time dims differ, naming the shapes; see
     /// [`try_stack`](Self::try_stack).
@@ -139,12 +146,12 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// let rows = Tensor::stack([&a, &b], Axis::<0>);
     /// assert_eq!(rows.dims(), vec![2, 2]);
     /// assert_eq!(rows.to_vec(), vec![1.0, 2.0, 3.0, 4.0]);
-    /// let cols = Tensor::stack([&a, &b], Axis::<1>);
+    /// let cols = Tensor::stack([a, b], Axis::<1>);
     /// assert_eq!(cols.to_vec(), vec![1.0, 3.0, 2.0, 4.0]);
     /// ```
     #[track_caller]
-    pub fn stack<'a, const I: usize>(
-        parts: impl IntoIterator<Item = &'a Self>,
+    pub fn stack<T: Borrow<Self>, const I: usize>(
+        parts: impl IntoIterator<Item = T>,
         axis: Axis<I>,
     ) -> Tensor<S::Inserted<usize>, G>
     where
@@ -155,15 +162,15 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 
     /// The fallible form of [`stack`](Self::stack): [`Error::EmptyInput`] for no parts,
     /// [`Error::ShapeMismatch`] naming the first part's shape and the first that differs.
-    pub fn try_stack<'a, const I: usize>(
-        parts: impl IntoIterator<Item = &'a Self>,
+    pub fn try_stack<T: Borrow<Self>, const I: usize>(
+        parts: impl IntoIterator<Item = T>,
         axis: Axis<I>,
     ) -> Result<Tensor<S::Inserted<usize>, G>>
     where
         S: Unsqueeze<I>,
     {
-        let parts: Vec<&Self> = parts.into_iter().collect();
-        Self::try_stack_in(parts.iter().copied(), axis, parts.len())
+        let parts: Vec<T> = parts.into_iter().collect();
+        Self::try_stack_in(parts.iter().map(Borrow::borrow), axis, parts.len())
     }
 
     /// [`stack`](Self::stack) into a result whose new dim is `n`, of any dim type
@@ -180,8 +187,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert!(Tensor::try_stack_in(&rows, Axis::<0>, Const::<4>).is_err());
     /// ```
     #[track_caller]
-    pub fn stack_in<'a, const I: usize, N: Dim>(
-        parts: impl IntoIterator<Item = &'a Self>,
+    pub fn stack_in<T: Borrow<Self>, const I: usize, N: Dim>(
+        parts: impl IntoIterator<Item = T>,
         axis: Axis<I>,
         n: N,
     ) -> Tensor<S::Inserted<N>, G>
@@ -194,15 +201,16 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// The fallible form of [`stack_in`](Self::stack_in): [`Error::EmptyInput`] for no parts,
     /// [`Error::ShapeMismatch`] if the parts' shapes differ or `n` is not their number
     /// ([`Error::ShapeOverflow`] if the result's element count does not fit in `usize`).
-    pub fn try_stack_in<'a, const I: usize, N: Dim>(
-        parts: impl IntoIterator<Item = &'a Self>,
+    pub fn try_stack_in<T: Borrow<Self>, const I: usize, N: Dim>(
+        parts: impl IntoIterator<Item = T>,
         _axis: Axis<I>,
         n: N,
     ) -> Result<Tensor<S::Inserted<N>, G>>
     where
         S: Unsqueeze<I>,
     {
-        let parts: Vec<&Self> = parts.into_iter().collect();
+        let parts: Vec<T> = parts.into_iter().collect();
+        let parts: Vec<&Self> = parts.iter().map(Borrow::borrow).collect();
         let first = parts.first().ok_or(Error::EmptyInput { op: "stack" })?;
         let dims = first.dims();
         if let Some(other) = parts.iter().find(|p| p.dims() != dims) {

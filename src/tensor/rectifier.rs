@@ -48,8 +48,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// ELU: `x` where `x > 0`, else `alpha·(eˣ − 1)`, as PyTorch's `elu(x, alpha)` (whose default
     /// `alpha` is 1). `eˣ − 1` is computed without cancelling near 0 (`elu(-1e-5)` is
     /// `-9.99995e-6`, where `exp(x) - 1`, which PyTorch 2.5.1 computes, gives `-1.0014e-5`).
-    /// The gradient is 1 where `x > 0` (and for NaN), else `alpha·eˣ` (`alpha` at 0), PyTorch's
-    /// rule.
+    /// The gradient is 1 where `x > 0`, else `alpha·eˣ` (`alpha` at 0), PyTorch's rule; for a
+    /// NaN it is 1, as PyTorch's scalar loop gives (its vector loop gives NaN).
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -59,7 +59,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// ```
     pub fn elu(&self, alpha: f32) -> Self {
         let x = self.var.buf().into_owned();
-        // PyTorch's condition for both directions: a NaN takes the `x > 0` side's gradient, 1.
+        // PyTorch's condition, `x <= 0`, for both directions.
         let negative = x.binary(BinaryOp::CmpLe, &LazyBuffer::full(x.shape(), 0.0));
         let alpha_times = move |v: &LazyBuffer| v.mul(&LazyBuffer::full(v.shape(), alpha));
         let y = negative.where_(&alpha_times(&expm1(&x)), &x);

@@ -112,9 +112,8 @@ where
 /// PyTorch's `smooth_l1_loss` with `beta` is this with `delta = beta`, divided by `beta`. The
 /// gradient of each element is `d` clamped to `[−delta, delta]`, over the element count.
 ///
-/// # Panics
-/// If run-time (`usize`) dims of the two differ, naming both shapes (see [`try_huber_loss`]),
-/// or if `delta` is not positive: a setting, not data.
+/// Panics if run-time (`usize`) dims of the two differ, naming both shapes, or if `delta` is not
+/// positive; see [`try_huber_loss`].
 ///
 /// ```
 /// use teenygrad::prelude::*;
@@ -135,11 +134,8 @@ where
     or_panic(try_huber_loss(prediction, target, delta))
 }
 
-/// [`huber_loss`], with [`Error::ShapeMismatch`] if run-time dims of the two differ.
-///
-/// # Panics
-/// If `delta` is not positive (or is NaN), naming it.
-#[track_caller]
+/// [`huber_loss`], with [`Error::ShapeMismatch`] if run-time dims of the two differ and
+/// [`Error::InvalidArgument`] if `delta` is not positive (or is NaN).
 pub fn try_huber_loss<S: Shape, G, G2: GradMode>(
     prediction: &Tensor<S, G>,
     target: &Tensor<S, G2>,
@@ -148,7 +144,13 @@ pub fn try_huber_loss<S: Shape, G, G2: GradMode>(
 where
     G: Join<G2>,
 {
-    assert!(delta > 0.0, "huber_loss: delta = {delta} is not positive");
+    if delta.is_nan() || delta <= 0.0 {
+        let message = format!("delta = {delta} is not positive");
+        return Err(Error::InvalidArgument {
+            op: "huber_loss",
+            message,
+        });
+    }
     let d = difference("huber_loss", prediction, target)?;
     let x = d.var.buf().into_owned();
     let full = |v: f32| LazyBuffer::full(x.shape(), v);
