@@ -139,3 +139,26 @@ fn saved_and_loaded_by_field_names() {
     assert_eq!(model.forward(x.clone()).to_vec(), other.forward(x).to_vec());
     assert_eq!(other.slope, 0.1);
 }
+
+#[test]
+fn arrays_of_layers_are_lists_of_modules() {
+    let mut rng = StdRng::seed_from_u64(6);
+    // Each element initialized in turn from one generator: different weights, different masks.
+    let blocks = <[(Linear<3, 3>, Dropout); 2]>::init(&mut rng);
+    let names: Vec<String> = blocks.named_dims().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["0.0.weight", "0.0.bias", "1.0.weight", "1.0.bias"]);
+    assert_ne!(blocks[0].0.weight.to_vec(), blocks[1].0.weight.to_vec());
+    let x = Tensor::<Rank2<4, 3>>::ones();
+    let masks = |b: &(Linear<3, 3>, Dropout)| b.1.forward(x.clone()).to_vec();
+    assert_ne!(masks(&blocks[0]), masks(&blocks[1]));
+    blocks.eval();
+    assert!(blocks.iter().all(|b| !b.1.is_training()));
+    // The untracked twins, element by element.
+    let twins = blocks.detached();
+    assert_eq!(
+        twins[1].0.forward(x.clone()).to_vec(),
+        blocks[1].0.forward(x.clone()).to_vec()
+    );
+    let list = vec![Linear::<3, 3>::init(&mut rng)];
+    assert_eq!(list.detached()[0].weight.to_vec(), list[0].weight.to_vec());
+}

@@ -22,7 +22,10 @@ use crate::tensor::{GradMode, Tensor};
 ///
 /// The layer draws its masks from its own generator, seeded when it is made, so a run is
 /// repeatable: [`Init::init`] seeds it from the caller's RNG (and takes PyTorch's default,
-/// `p = 0.5`). Its [`Detach`] twin, for inference, is in evaluation mode.
+/// `p = 0.5`). Two layers made with one seed draw the same masks: give each its own seed, or
+/// make them with [`Init::init`] from one generator (as a tuple or an array of layers does).
+/// The generator is not saved with the parameters (see [`optim`](crate::optim) on
+/// checkpoints). Its [`Detach`] twin, for inference, is in evaluation mode.
 ///
 /// ```
 /// use teenygrad::prelude::*;

@@ -226,7 +226,7 @@ impl<S: Shape, G: GradMode> Params for Tensor<S, G> {
 }
 
 /// A list of modules (PyTorch's `nn.ModuleList`): each under its position, `"0.weight"`, …
-impl<M: Params> Params for Vec<M> {
+impl<M: Params> Params for [M] {
     fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
         for (i, m) in self.iter().enumerate() {
             m.visit(&join(prefix, &i.to_string()), f);
@@ -239,6 +239,30 @@ impl<M: Params> Params for Vec<M> {
     }
     fn set_training(&self, training: bool) {
         self.iter().for_each(|m| m.set_training(training));
+    }
+}
+
+impl<M: Params> Params for Vec<M> {
+    fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+        self[..].visit(prefix, f);
+    }
+    fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+        self[..].visit_mut(prefix, f);
+    }
+    fn set_training(&self, training: bool) {
+        self[..].set_training(training);
+    }
+}
+
+impl<M: Params, const N: usize> Params for [M; N] {
+    fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+        self[..].visit(prefix, f);
+    }
+    fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+        self[..].visit_mut(prefix, f);
+    }
+    fn set_training(&self, training: bool) {
+        self[..].set_training(training);
     }
 }
 

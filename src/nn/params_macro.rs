@@ -4,8 +4,10 @@
 /// Implements [`Params`](crate::nn::Params) for a struct from the fields that hold its layers
 /// or parameter tensors: each is visited under its field name (`"encoder.weight"`), in the
 /// order listed, and [`set_training`](crate::nn::Params::set_training) reaches each, so the
-/// struct's dropout layers follow `train()` and `eval()`. Fields left out (settings, caches)
-/// are not parameters. Generic parameters go in brackets before the type:
+/// struct's dropout layers follow `train()` and `eval()`. List every field holding a layer,
+/// parameter-free ones included: a [`Dropout`](crate::nn::Dropout) left out has no parameters
+/// to miss, but keeps training through `eval()`. Fields left out are settings or caches.
+/// Generic parameters go in brackets before the type:
 /// `impl_params!([const N: usize] Block<N> { attn, mlp })`.
 ///
 /// ```

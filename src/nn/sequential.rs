@@ -40,7 +40,8 @@ chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4, E => F 5, F => G 6, G => H 7
 chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4, E => F 5, F => G 6, G => H 7, H => I 8, I => J 9, J => K 10; K);
 chain!(A 0, A => B 1, B => C 2, C => D 3, D => E 4, E => F 5, F => G 6, G => H 7, H => I 8, I => J 9, J => K 10, K => L 11; L);
 
-/// `Init`, `Params` and `Detach` for a tuple, element by element.
+/// `Init`, `Params` and `Detach` for a tuple, element by element (for a list of one module
+/// type, `Vec` and arrays, `Params` is in `params.rs`).
 macro_rules! elementwise_traits {
     ($($m:ident $i:tt),+) => {
         impl<$($m: Init),+> Init for ($($m,)+) {
@@ -82,3 +83,24 @@ elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
 elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 elementwise_traits!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+
+/// `N` modules, each initialized in turn from the one generator (so they differ).
+impl<M: Init, const N: usize> Init for [M; N] {
+    fn init<R: rand::Rng + ?Sized>(rng: &mut R) -> Self {
+        std::array::from_fn(|_| M::init(rng))
+    }
+}
+
+impl<M: Detach, const N: usize> Detach for [M; N] {
+    type Detached = [M::Detached; N];
+    fn detached(&self) -> Self::Detached {
+        std::array::from_fn(|i| self[i].detached())
+    }
+}
+
+impl<M: Detach> Detach for Vec<M> {
+    type Detached = Vec<M::Detached>;
+    fn detached(&self) -> Self::Detached {
+        self.iter().map(Detach::detached).collect()
+    }
+}

@@ -10,8 +10,13 @@
 //!
 //! Checkpoints: [`nn::save`](crate::nn::save) writes a model's parameters, [`save_state`] an
 //! optimizer's state (momentum buffers, moments and step counts) by the model's parameter names;
-//! loading both resumes a run exactly. An optimizer made afresh instead starts its state from
-//! zero (plain SGD keeps none).
+//! loading both resumes a run exactly, for a model without dropout: a [`Dropout`]'s generator
+//! is in neither file (as PyTorch's random state is in no `state_dict`), so a resumed run draws
+//! other masks. The optimizer's settings (learning rate, betas, …) are not saved either: they
+//! are the loading optimizer's. An optimizer made afresh instead starts its state from zero
+//! (plain SGD keeps none).
+//!
+//! [`Dropout`]: crate::nn::Dropout
 //!
 //! State that decays toward zero (a momentum buffer whose gradient has stopped, Adam's moments)
 //! is flushed to 0 once it falls below the smallest normal `f32` (≈ 1.2e-38): subnormal
