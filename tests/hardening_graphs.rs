@@ -6,8 +6,8 @@
 //! value from the pool of values made so far (so values are reused two or three times, and
 //! sometimes meet themselves, as in `x * x`) and applies one typed operation:
 //! * smooth unary functions and composites (sin, tanh, exp∘tanh, log(1 + x²), softmax,
-//!   log_softmax, gelu, erf, powf, softplus, silu, ...), and the kinked ones (abs, relu,
-//!   leaky relu, elu);
+//!   log_softmax, gelu, erf, powf, softplus, silu, log1p, expm1, ...), and the kinked ones
+//!   (abs, relu, leaky relu, elu);
 //! * binary operations with another pool value of the same shape, with a reduced pool value
 //!   broadcast back (`(One, n)`, `(m, One)`, `(n,)`, `()`), or with a constant; `where`;
 //! * matrix products: matrix×matrix (the right side another pool value, its transpose, a reshape
@@ -231,7 +231,7 @@ impl Builder {
     }
 
     fn smooth_unary(&mut self, x: &T2, c: &mut Choices) -> T2 {
-        match c.pick(21) {
+        match c.pick(23) {
             0 => x.sin(),
             1 => x.cos(),
             2 => x.tanh(),
@@ -252,6 +252,8 @@ impl Builder {
             17 => 2.0 - x,
             18 => x.softplus(),
             19 => x.silu(),
+            20 => x.square().log1p(),
+            21 => x.tanh().expm1(),
             _ => 1.0 / (x.square() + 1.0),
         }
     }

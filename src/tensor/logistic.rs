@@ -3,22 +3,13 @@
 //! x = −20 and `inf` at 89), and each records one backward rule, in terms of `sigmoid` (the
 //! one PyTorch uses), rather than one per primitive.
 
+use super::near_one::log1p;
 use super::regression::check_same_dims;
 use super::{GradMode, Join, Tensor};
 use crate::autograd::{BackwardFn, Var};
 use crate::error::{Result, or_panic};
-use crate::lazy::{BinaryOp, LazyBuffer, UnaryOp};
+use crate::lazy::{LazyBuffer, UnaryOp};
 use crate::shape::Shape;
-
-/// `log(1 + u)` for `u` in `[0, 1]`, accurate to a few ulps where `1 + u` rounds away most of
-/// `u`: `log(w)·u/(w − 1)` with `w = 1 + u` (the rounding of `w` cancels between the log and
-/// the quotient, Goldberg's 1991 method), and `u` itself where `w` rounds to 1.
-fn log1p(u: &LazyBuffer) -> LazyBuffer {
-    let one = LazyBuffer::full(u.shape(), 1.0);
-    let w = one.add(u);
-    let ratio = w.unary(UnaryOp::Log).mul(u).div(&w.sub(&one));
-    w.binary(BinaryOp::CmpEq, &one).where_(u, &ratio)
-}
 
 /// `log(1 + e^-|x|)`: the part of softplus (and of the loss) that is below `log 2`.
 fn log1p_exp_neg_abs(x: &LazyBuffer) -> LazyBuffer {

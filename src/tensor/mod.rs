@@ -20,6 +20,7 @@ mod logistic;
 mod loss_methods;
 mod matmul;
 mod movement;
+mod near_one;
 mod read;
 mod rectifier;
 mod reduce;

@@ -1,28 +1,11 @@
 //! Rectifiers with a slope below zero: leaky ReLU and ELU. Each records PyTorch's backward rule,
 //! including its choice at 0 (leaky ReLU's gradient there is the slope; ELU's is `alpha`).
 
+use super::near_one::expm1;
 use super::{GradMode, Tensor};
 use crate::autograd::{BackwardFn, Var};
 use crate::lazy::{BinaryOp, LazyBuffer, UnaryOp};
 use crate::shape::Shape;
-
-/// `eˣ − 1`, accurate to a few ulps where `eˣ` rounds near 1 and the subtraction cancels:
-/// `(u − 1)·x / log(u)` with `u = eˣ` (Kahan's method: the rounding of `u` cancels between the
-/// difference, which is exact, and the log), `x` itself where `u` rounds to 1, and −1 where
-/// `u − 1` does (below about −17, and at −∞, where the quotient would be 0/∞).
-fn expm1(x: &LazyBuffer) -> LazyBuffer {
-    let (one, minus_one) = (
-        LazyBuffer::full(x.shape(), 1.0),
-        LazyBuffer::full(x.shape(), -1.0),
-    );
-    let u = x.unary(UnaryOp::Exp);
-    let u_minus_one = u.sub(&one);
-    let ratio = u_minus_one.mul(x).div(&u.unary(UnaryOp::Log));
-    let saturated = u_minus_one
-        .binary(BinaryOp::CmpEq, &minus_one)
-        .where_(&minus_one, &ratio);
-    u.binary(BinaryOp::CmpEq, &one).where_(x, &saturated)
-}
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// `x` where `x > 0`, else `slope·x`, as PyTorch's `leaky_relu(x, negative_slope=slope)`
