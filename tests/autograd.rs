@@ -394,6 +394,19 @@ fn cross_entropy_gradient_against_finite_differences() {
     });
 }
 
+/// The smoothed loss's own rule, `softmax − (1 − ε)·one_hot − ε/C`, the same way.
+#[test]
+fn label_smoothing_gradient_against_finite_differences() {
+    let labels = Labels::from_vec(vec![1, 3, 0]);
+    let inputs = [uniform(72, 12, -2.0, 2.0), uniform(73, 4, -1.0, 1.0)];
+    gradcheck("label smoothing", &inputs, |l| {
+        let x = l.next((3usize, Const::<4>));
+        let bias: Tensor<R1<4>, Tracked> = l.next((Const::<4>,));
+        let logits = &x + &bias;
+        logits.cross_entropy_with_label_smoothing(&labels, 0.2).unwrap() * 2.5 + weigh(&logits)
+    });
+}
+
 /// LayerNorm is a composite of primitives: its input, weight and bias gradients through them,
 /// over a run-time batch of rows whose spreads differ (σ from about 0.2 to 2).
 #[test]

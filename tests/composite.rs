@@ -837,3 +837,123 @@ fn argmax_rows_takes_the_first_maximum() {
     let dynamic = Tensor::from_vec(vec![0.0, 1.0, 5.0, 2.0], (2usize, Const::<2>)).unwrap();
     assert_eq!(dynamic.argmax_rows(), vec![1, 0]);
 }
+
+#[test]
+fn label_smoothing_matches_pytorch_and_f64() {
+    use teenygrad::tensor::cross_entropy_with_label_smoothing as smoothed;
+    let logits = Tensor::from([
+        [0.5, -1.0, 2.0, 0.25],
+        [3.0, 0.0, -2.0, 1.5],
+        [-0.75, 0.125, 0.0, -3.0],
+    ]);
+    let labels = Labels::new(vec![2, 0, 3], Const::<3>).unwrap();
+    // PyTorch 2.5.1's `F.cross_entropy(x, y, label_smoothing=ε)` and its gradient (first row).
+    let torch = [
+        (
+            0.1,
+            1.5922677516937256,
+            [
+                0.043078262358903885,
+                0.003138144500553608,
+                -0.0779225081205368,
+                0.031706057488918304,
+            ],
+        ),
+        (
+            0.3,
+            1.7151844501495361,
+            [
+                0.026411600410938263,
+                -0.013528521172702312,
+                -0.027922503650188446,
+                0.015039396472275257,
+            ],
+        ),
+        (
+            1.0,
+            2.145392656326294,
+            [
+                -0.031921736896038055,
+                -0.07186185568571091,
+                0.14707748591899872,
+                -0.04329393804073334,
+            ],
+        ),
+    ];
+    let rows = rows_of(&logits.to_vec(), 4);
+    for (eps, loss_want, grad_want) in torch {
+        let x = logits.clone().requires_grad();
+        let loss = smoothed(&x, &labels, eps).unwrap();
+        // f64: the same formula, `(1 − ε)·(lse − x_label) + (ε/C)·(C·lse − Σ x)`, row by row.
+        let exact: f64 = (rows.iter().zip([2, 0, 3]))
+            .map(|(r, l)| {
+                let lse = lse64(r);
+                let e = eps as f64;
+                (1.0 - e) * (lse - r[l]) + e / 4.0 * (4.0 * lse - r.iter().sum::<f64>())
+            })
+            .sum::<f64>()
+            / 3.0;
+        // A few roundings per term over terms below 10 in size: 16ε of the loss's scale.
+        assert!(
+            (loss.item() as f64 - exact).abs() <= 16.0 * EPS * exact,
+            "ε {eps}: {} vs {exact}",
+            loss.item()
+        );
+        assert!(
+            (loss.item() as f64 - loss_want).abs() <= 4.0 * EPS * loss_want,
+            "ε {eps}: PyTorch {loss_want}"
+        );
+        loss.backward();
+        let g = x.grad().unwrap().to_vec();
+        for (got, want) in g[..4].iter().zip(grad_want) {
+            // softmax (a few ulps) minus the target, over 3: a few ulps of the larger term.
+            assert!(
+                (*got as f64 - want).abs() <= 8.0 * EPS * 0.4,
+                "ε {eps}: {got} vs PyTorch {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn label_smoothing_edges() {
+    use teenygrad::tensor::cross_entropy_with_label_smoothing as smoothed;
+    let mut rng = StdRng::seed_from_u64(12);
+    let logits = Tensor::<Rank2<6, 5>>::randn(&mut rng);
+    let labels = Labels::new((0..6).map(|_| rng.random_range(0..5)).collect(), Const::<6>).unwrap();
+    // No smoothing is the plain loss, bit for bit, gradient too.
+    let (a, b) = (logits.clone().requires_grad(), logits.clone().requires_grad());
+    let (plain, none) = (
+        cross_entropy(&a, &labels).unwrap(),
+        smoothed(&b, &labels, 0.0).unwrap(),
+    );
+    assert_eq!(plain.item().to_bits(), none.item().to_bits());
+    plain.backward();
+    none.backward();
+    assert_eq!(a.grad().unwrap().to_vec(), b.grad().unwrap().to_vec());
+    // Full smoothing ignores the labels: the mean over rows of −mean_c log_softmax.
+    let other = Labels::new(vec![0; 6], Const::<6>).unwrap();
+    let (u1, u2) = (
+        smoothed(&logits, &labels, 1.0).unwrap(),
+        smoothed(&logits, &other, 1.0).unwrap(),
+    );
+    let by_hand = -logits.log_softmax::<Axis<1>>().mean_all().item();
+    assert!((u1.item() - by_hand).abs() <= 4.0 * f32::EPSILON * by_hand);
+    assert!((u1.item() - u2.item()).abs() <= 4.0 * f32::EPSILON * by_hand);
+    // Every logit enters the loss: a masked one makes it infinite, as PyTorch's.
+    let masked = Tensor::from([[0.0, f32::NEG_INFINITY, 1.0]]);
+    let one = Labels::new(vec![0], Const::<1>).unwrap();
+    assert_eq!(smoothed(&masked, &one, 0.1).unwrap().item(), f32::INFINITY);
+    // A smoothing outside [0, 1] is an error naming it.
+    for eps in [-0.1, 1.5, f32::NAN] {
+        match smoothed(&logits, &labels, eps) {
+            Err(Error::InvalidArgument {
+                op: "cross_entropy",
+                message,
+            }) => {
+                assert_eq!(message, format!("smoothing = {eps} is not in [0, 1]"))
+            }
+            other => panic!("{eps}: {:?}", other.map(|l| l.item())),
+        }
+    }
+}

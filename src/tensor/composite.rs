@@ -365,6 +365,53 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
     logits: &Tensor<(B, Const<C>), G>,
     labels: &Labels<B>,
 ) -> Result<Tensor<(), G>> {
+    smoothed_cross_entropy(logits, labels, 0.0)
+}
+
+/// [`cross_entropy`] against targets smoothed toward the uniform distribution, as PyTorch's
+/// `cross_entropy(logits, labels, label_smoothing=smoothing)`: the label's class gets
+/// `1 − smoothing + smoothing/C` of the target and every other `smoothing/C`, which is
+/// `(1 − smoothing)·cross_entropy + smoothing·mean_i(−mean_c log_softmax(logits_i)_c)`. The
+/// gradient is `(softmax − (1 − smoothing)·one_hot − smoothing/C)/batch`. Every logit enters
+/// the loss, so a `-inf` logit (a mask) makes it `+inf`, as in PyTorch. `smoothing` 0 is
+/// [`cross_entropy`], the same bits.
+///
+/// Errors as [`cross_entropy`], and [`Error::InvalidArgument`] if `smoothing` is not in
+/// `[0, 1]`.
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::tensor::cross_entropy_with_label_smoothing as smoothed;
+/// let logits = Tensor::from([[2.0, 0.0]]);
+/// let labels = Labels::new(vec![0], Const::<1>).unwrap();
+/// let loss = smoothed(&logits, &labels, 0.2).unwrap();
+/// // Targets [0.9, 0.1]: 0.9·(−log p₀) + 0.1·(−log p₁).
+/// let (p0, p1) = (1.0 / (1.0 + (-2f32).exp()), 1.0 / (1.0 + 2f32.exp()));
+/// assert!((loss.item() - (-0.9 * p0.ln() - 0.1 * p1.ln())).abs() < 1e-6);
+/// ```
+#[doc(alias("label_smoothing"))]
+pub fn cross_entropy_with_label_smoothing<B: Dim, const C: usize, G: GradMode>(
+    logits: &Tensor<(B, Const<C>), G>,
+    labels: &Labels<B>,
+    smoothing: f32,
+) -> Result<Tensor<(), G>> {
+    if !(0.0..=1.0).contains(&smoothing) {
+        let message = format!("smoothing = {smoothing} is not in [0, 1]");
+        return Err(Error::InvalidArgument {
+            op: "cross_entropy",
+            message,
+        });
+    }
+    smoothed_cross_entropy(logits, labels, smoothing)
+}
+
+/// The cross entropy of both functions above; `smoothing` in `[0, 1]`, and 0 records exactly
+/// the unsmoothed loss's operations.
+fn smoothed_cross_entropy<B: Dim, const C: usize, G: GradMode>(
+    logits: &Tensor<(B, Const<C>), G>,
+    labels: &Labels<B>,
+    smoothing: f32,
+) -> Result<Tensor<(), G>> {
     labels.check("cross_entropy", &logits.dims())?;
     let batch = logits.shape.0.size();
     // The forward pass records no rules: the loss has one, below.
@@ -380,20 +427,36 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
     let sum_exp = shifted.unary(UnaryOp::Exp).sum(&[1]);
     let picked = x.pick_columns(labels.indices[..].into()).sub(&max);
     let batch_size = LazyBuffer::full(&[], batch as f32);
-    let losses = sum_exp.unary(UnaryOp::Log).sub(&picked);
+    let log_sum = sum_exp.unary(UnaryOp::Log);
+    let mut losses = log_sum.sub(&picked);
+    if smoothing > 0.0 {
+        // PyTorch's `(1 − ε)·nll + (ε/C)·(−Σ_c log_softmax_c)`, per row, with
+        // `−Σ_c log_softmax_c = C·log Σ exp(x − m) − Σ_c (x_c − m)`.
+        let full = |v: f32| LazyBuffer::full(log_sum.shape(), v);
+        let uniform = log_sum.mul(&full(C as f32)).sub(&shifted.sum(&[1]));
+        losses = (full(1.0 - smoothing).mul(&losses)).add(&full(smoothing / C as f32).mul(&uniform));
+    }
     let mean = losses.sum(&[0]).reshape(&[]).div(&batch_size);
     let var = Var::record(mean, &[&logits.var], || {
         // Only the gradient reads the one-hot matrix: built when one is recorded.
         let one_hot = one_hot(&labels.indices, C).expect("a one-hot matrix's values fill its shape");
         Box::new(move |g: &LazyBuffer| {
-            // d loss / d x = (softmax(x) - one_hot) · g / batch. `x - m` again, as a node of
-            // its own: the forward's, read here too, would be written out for two kernels (a
-            // kernel of its own in every training step).
+            // d loss / d x = (softmax(x) - target) · g / batch, the target the one-hot matrix
+            // or its smoothing. `x - m` again, as a node of its own: the forward's, read here
+            // too, would be written out for two kernels (a kernel of its own in every step).
             let shape = x.shape();
             let shifted = x.sub(&max.expand(shape));
             let softmax = shifted.unary(UnaryOp::Exp).div(&sum_exp.expand(shape));
             let scale = g.div(&batch_size).reshape(&[1, 1]).expand(shape);
-            [softmax.sub(&one_hot).mul(&scale)].into()
+            let target = if smoothing > 0.0 {
+                let full = |v: f32| LazyBuffer::full(shape, v);
+                full(1.0 - smoothing)
+                    .mul(&one_hot)
+                    .add(&full(smoothing / C as f32))
+            } else {
+                one_hot
+            };
+            [softmax.sub(&target).mul(&scale)].into()
         }) as crate::autograd::BackwardFn
     });
     Ok(Tensor::from_var((), var))

@@ -19,6 +19,16 @@ impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
         super::cross_entropy(self, labels)
     }
 
+    /// [`cross_entropy_with_label_smoothing`](super::cross_entropy_with_label_smoothing)`(self,
+    /// labels, smoothing)`: these logits' mean cross entropy against smoothed targets.
+    pub fn cross_entropy_with_label_smoothing(
+        &self,
+        labels: &Labels<B>,
+        smoothing: f32,
+    ) -> Result<Tensor<(), G>> {
+        super::cross_entropy_with_label_smoothing(self, labels, smoothing)
+    }
+
     /// [`nll_loss`](super::nll_loss)`(self, labels)`: these log-probabilities' mean negative
     /// log-likelihood at the class `labels`.
     pub fn nll_loss(&self, labels: &Labels<B>) -> Result<Tensor<(), G>> {
