@@ -45,36 +45,36 @@ const LOG1P_ULPS: f64 = 3.0;
 /// the quotient half an ulp each: 1.02 + 0.87 + 3 × 0.5 < 3.5.
 const EXPM1_ULPS: f64 = 3.5;
 
-#[test]
-fn log1p_within_a_few_ulps_everywhere() {
-    let xs = sweep(-1.0);
+/// `f` over `xs` within `bound` ulps of `exact` in f64, or equal where the exact value rounds
+/// to an infinity; prints the worst error.
+fn assert_within(
+    name: &str,
+    xs: &[f32],
+    f: impl Fn(&Tensor<(usize,)>) -> Tensor<(usize,)>,
+    exact: fn(f64) -> f64,
+    bound: f64,
+) {
     let mut worst = 0.0f64;
-    for (&x, &y) in xs.iter().zip(&values(&xs, |t| t.log1p())) {
-        let want = (x as f64).ln_1p();
-        if want.is_infinite() {
-            assert_eq!(y as f64, want, "log1p({x:e})");
+    for (&x, &y) in xs.iter().zip(&values(xs, f)) {
+        let want = exact(x as f64);
+        if (want as f32).is_infinite() {
+            assert_eq!(y, want as f32, "{name}({x:e})");
             continue;
         }
         worst = worst.max(ulps(y, want));
-        assert!(ulps(y, want) <= LOG1P_ULPS, "log1p({x:e}) = {y:e}, want {want:e}");
+        assert!(ulps(y, want) <= bound, "{name}({x:e}) = {y:e}, want {want:e}");
     }
-    println!("log1p: worst {worst:.3} ulp over {} inputs", xs.len());
+    println!("{name}: worst {worst:.3} ulp over {} inputs", xs.len());
+}
+
+#[test]
+fn log1p_within_a_few_ulps_everywhere() {
+    assert_within("log1p", &sweep(-1.0), |t| t.log1p(), f64::ln_1p, LOG1P_ULPS);
 }
 
 #[test]
 fn expm1_within_a_few_ulps_everywhere() {
-    let xs = sweep(f32::MIN);
-    let mut worst = 0.0f64;
-    for (&x, &y) in xs.iter().zip(&values(&xs, |t| t.expm1())) {
-        let want = (x as f64).exp_m1();
-        if want > f32::MAX as f64 {
-            assert_eq!(y, f32::INFINITY, "expm1({x:e})");
-            continue;
-        }
-        worst = worst.max(ulps(y, want));
-        assert!(ulps(y, want) <= EXPM1_ULPS, "expm1({x:e}) = {y:e}, want {want:e}");
-    }
-    println!("expm1: worst {worst:.3} ulp over {} inputs", xs.len());
+    assert_within("expm1", &sweep(f32::MIN), |t| t.expm1(), f64::exp_m1, EXPM1_ULPS);
 }
 
 #[test]

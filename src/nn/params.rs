@@ -242,29 +242,23 @@ impl<M: Params> Params for [M] {
     }
 }
 
-impl<M: Params> Params for Vec<M> {
-    fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
-        self[..].visit(prefix, f);
-    }
-    fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
-        self[..].visit_mut(prefix, f);
-    }
-    fn set_training(&self, training: bool) {
-        self[..].set_training(training);
-    }
+/// `Vec`s and arrays of modules are lists: the slice's impl serves them.
+macro_rules! list_params {
+    ($($list:ty $(, const $n:ident)?);*) => {$(
+        impl<M: Params $(, const $n: usize)?> Params for $list {
+            fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
+                self[..].visit(prefix, f);
+            }
+            fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
+                self[..].visit_mut(prefix, f);
+            }
+            fn set_training(&self, training: bool) {
+                self[..].set_training(training);
+            }
+        }
+    )*};
 }
-
-impl<M: Params, const N: usize> Params for [M; N] {
-    fn visit(&self, prefix: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
-        self[..].visit(prefix, f);
-    }
-    fn visit_mut(&mut self, prefix: &str, f: &mut dyn FnMut(&str, &mut dyn Param)) {
-        self[..].visit_mut(prefix, f);
-    }
-    fn set_training(&self, training: bool) {
-        self[..].set_training(training);
-    }
-}
+list_params!(Vec<M>; [M; N], const N);
 
 /// The first of `items` whose key equals an earlier one's, with its position: a name given twice
 /// in a state, or a field twice in a file's header. In one pass over a set of the keys seen, so a
