@@ -957,3 +957,21 @@ fn label_smoothing_edges() {
         }
     }
 }
+
+#[test]
+fn labels_for_rows_take_the_logits_batch_type() {
+    // A static batch: `Labels<Const<2>>` without naming it; a run-time one: `Labels<usize>`.
+    let logits = Tensor::from([[0.0, 1.0], [2.0, -1.0]]);
+    let labels = Labels::for_rows(&logits, vec![1, 0]).unwrap();
+    let named = Labels::new(vec![1, 0], Const::<2>).unwrap();
+    assert_eq!(labels, named);
+    let rows = Tensor::<(usize, Const<2>)>::zeros_in((3, Const));
+    let labels: Labels<usize> = Labels::for_rows(&rows, vec![0, 1, 1]).unwrap();
+    assert_eq!(labels.indices(), [0, 1, 1]);
+    match Labels::for_rows(&rows, vec![0]) {
+        Err(Error::ShapeMismatch { op, lhs, rhs, .. }) => {
+            assert_eq!((op, lhs, rhs), ("Labels::new", vec![1], vec![3]))
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -306,6 +306,24 @@ impl<B: Dim> Labels<B> {
         Ok(Labels { batch, indices })
     }
 
+    /// Labels for the rows of `logits`, of its batch type, so a static batch needs no
+    /// `Const::<B>` spelled out; [`Error::ShapeMismatch`] as [`new`](Self::new) if there is not
+    /// one index per row. Class indices are checked by the loss.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let logits = Tensor::<Rank2<3, 4>>::zeros();
+    /// let labels = Labels::for_rows(&logits, vec![0, 3, 1]).unwrap();
+    /// assert!((logits.cross_entropy(&labels).unwrap().item() - 4f32.ln()).abs() < 1e-6);
+    /// assert!(Labels::for_rows(&logits, vec![0, 3]).is_err());
+    /// ```
+    pub fn for_rows<const C: usize, G: GradMode>(
+        logits: &Tensor<(B, Const<C>), G>,
+        indices: Vec<usize>,
+    ) -> Result<Self> {
+        Labels::new(indices, logits.shape.0)
+    }
+
     /// The class indices.
     pub fn indices(&self) -> &[usize] {
         &self.indices
