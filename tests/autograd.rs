@@ -394,6 +394,17 @@ fn cross_entropy_gradient_against_finite_differences() {
     });
 }
 
+/// Each sample's loss, weighted by a non-uniform upstream gradient through `weigh`.
+#[test]
+fn per_sample_cross_entropy_gradient_against_finite_differences() {
+    let labels = Labels::from_vec(vec![2, 2, 0]);
+    let inputs = [uniform(74, 12, -2.0, 2.0)];
+    gradcheck("per-sample cross entropy", &inputs, |l| {
+        let x: Tensor<(usize, Const<4>), Tracked> = l.next((3usize, Const::<4>));
+        weigh(&x.cross_entropy_per_sample(&labels).unwrap())
+    });
+}
+
 /// The smoothed loss's own rule, `softmax − (1 − ε)·one_hot − ε/C`, the same way.
 #[test]
 fn label_smoothing_gradient_against_finite_differences() {

@@ -975,3 +975,85 @@ fn labels_for_rows_take_the_logits_batch_type() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn cross_entropy_per_sample_matches_pytorch_reduction_none() {
+    use teenygrad::tensor::cross_entropy_per_sample;
+    let logits = Tensor::from([
+        [0.5, -1.0, 2.0, 0.25],
+        [3.0, 0.0, -2.0, 1.5],
+        [-0.75, 0.125, 0.0, -3.0],
+    ]);
+    let labels = Labels::for_rows(&logits, vec![2, 0, 3]).unwrap();
+    // PyTorch 2.5.1's `F.cross_entropy(x, y, reduction="none")`, and the gradient of its sum
+    // weighted by [1, −2, 0.5].
+    let torch = [0.36927908658981323, 0.24659067392349243, 3.9765584468841553];
+    let torch_grad = [
+        [
+            0.15423479676246643,
+            0.03441443666815758,
+            -0.30876755714416504,
+            0.12011818587779999,
+        ],
+        [
+            0.43707895278930664,
+            -0.07781326025724411,
+            -0.010530879721045494,
+            -0.3487348258495331,
+        ],
+        [
+            0.08894780278205872,
+            0.21337468922138214,
+            0.18830250203609467,
+            -0.49062496423721313,
+        ],
+    ];
+    let x = logits.clone().requires_grad();
+    let each = cross_entropy_per_sample(&x, &labels).unwrap();
+    let rows = rows_of(&logits.to_vec(), 4);
+    for ((got, want), (row, label)) in each.to_vec().iter().zip(torch).zip(rows.iter().zip([2, 0, 3])) {
+        // Each row's loss within a few ulps of f64 and of PyTorch's.
+        let exact = lse64(row) - row[label];
+        assert!(
+            (*got as f64 - exact).abs() <= 4.0 * EPS * exact.max(1.0),
+            "{got} vs {exact}"
+        );
+        assert!(
+            (*got as f64 - want).abs() <= 4.0 * EPS * want.max(1.0),
+            "{got} vs PyTorch {want}"
+        );
+    }
+    (each * Tensor::from([1.0, -2.0, 0.5])).sum_all().backward();
+    let grad = x.grad().unwrap().to_vec();
+    for (got, want) in grad.iter().zip(torch_grad.iter().flatten()) {
+        // (softmax − one_hot) times a weight of at most 2: a few ulps of 2.
+        assert!(
+            (*got as f64 - want).abs() <= 8.0 * EPS * 2.0,
+            "{got} vs PyTorch {want}"
+        );
+    }
+    // Their mean is the mean loss, and a run-time batch works the same.
+    let mean = cross_entropy(&logits, &labels).unwrap().item();
+    let of_each = cross_entropy_per_sample(&logits, &labels)
+        .unwrap()
+        .mean_all()
+        .item();
+    assert!((mean - of_each).abs() <= 4.0 * f32::EPSILON * mean);
+    let dynamic = logits.reshape_to((3usize, Const::<4>));
+    let each = dynamic
+        .cross_entropy_per_sample(&Labels::from_vec(vec![2, 0, 3]))
+        .unwrap();
+    assert_eq!(each.dims(), vec![3]);
+    // An empty batch gives no losses, and a bad label the same error as the mean's.
+    let none = Tensor::<(usize, Const<4>)>::zeros_in((0, Const));
+    assert_eq!(
+        none.cross_entropy_per_sample(&Labels::from_vec(vec![]))
+            .unwrap()
+            .to_vec(),
+        vec![]
+    );
+    assert!(matches!(
+        cross_entropy_per_sample(&logits, &Labels::for_rows(&logits, vec![0, 4, 1]).unwrap()),
+        Err(Error::Data { .. })
+    ));
+}

@@ -383,7 +383,40 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
     logits: &Tensor<(B, Const<C>), G>,
     labels: &Labels<B>,
 ) -> Result<Tensor<(), G>> {
-    smoothed_cross_entropy(logits, labels, 0.0)
+    Ok(Tensor::from_var(
+        (),
+        cross_entropy_var(logits, labels, 0.0, false)?,
+    ))
+}
+
+/// Each sample's cross entropy, as PyTorch's `cross_entropy(.., reduction="none")`: row `i` of
+/// the result is `logsumexp(logits_i) − logits_i[label_i]`, so their mean is [`cross_entropy`]
+/// (up to its rounding) and their sum `reduction="sum"`; weighting or masking them (padded
+/// tokens, classes of unequal cost) before reducing gives the losses PyTorch's `weight` and
+/// `ignore_index` give. Each row's gradient is `softmax − one_hot` times that row's upstream
+/// gradient. Errors as [`cross_entropy`].
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::tensor::cross_entropy_per_sample;
+/// let logits = Tensor::from([[0.0, 0.0], [0.0, 0.0], [5.0, -5.0]]);
+/// let labels = Labels::for_rows(&logits, vec![0, 1, 0]).unwrap();
+/// let each = cross_entropy_per_sample(&logits, &labels).unwrap().to_array();
+/// assert!((each[0] - 2f32.ln()).abs() < 1e-7 && each[0] == each[1] && each[2] < 1e-4);
+/// // Masking the last sample out of the mean, as `ignore_index` would.
+/// let mask = Tensor::from([1.0, 1.0, 0.0]);
+/// let masked = (cross_entropy_per_sample(&logits, &labels).unwrap() * mask).sum_all() / 2.0;
+/// assert!((masked.item() - 2f32.ln()).abs() < 1e-7);
+/// ```
+#[doc(alias("reduction"))]
+pub fn cross_entropy_per_sample<B: Dim, const C: usize, G: GradMode>(
+    logits: &Tensor<(B, Const<C>), G>,
+    labels: &Labels<B>,
+) -> Result<Tensor<(B,), G>> {
+    Ok(Tensor::from_var(
+        (logits.shape.0,),
+        cross_entropy_var(logits, labels, 0.0, true)?,
+    ))
 }
 
 /// [`cross_entropy`] against targets smoothed toward the uniform distribution, as PyTorch's
@@ -420,16 +453,21 @@ pub fn cross_entropy_with_label_smoothing<B: Dim, const C: usize, G: GradMode>(
             message,
         });
     }
-    smoothed_cross_entropy(logits, labels, smoothing)
+    Ok(Tensor::from_var(
+        (),
+        cross_entropy_var(logits, labels, smoothing, false)?,
+    ))
 }
 
-/// The cross entropy of both functions above; `smoothing` in `[0, 1]`, and 0 records exactly
-/// the unsmoothed loss's operations.
-fn smoothed_cross_entropy<B: Dim, const C: usize, G: GradMode>(
+/// The cross entropy of the functions above, recorded with its own backward rule: each row's
+/// (`per_sample`) or their mean. `smoothing` is in `[0, 1]`, and 0 records exactly the
+/// unsmoothed loss's operations.
+fn cross_entropy_var<B: Dim, const C: usize, G: GradMode>(
     logits: &Tensor<(B, Const<C>), G>,
     labels: &Labels<B>,
     smoothing: f32,
-) -> Result<Tensor<(), G>> {
+    per_sample: bool,
+) -> Result<Var> {
     labels.check("cross_entropy", &logits.dims())?;
     let batch = logits.shape.0.size();
     // The forward pass records no rules: the loss has one, below.
@@ -454,8 +492,11 @@ fn smoothed_cross_entropy<B: Dim, const C: usize, G: GradMode>(
         let uniform = log_sum.mul(&full(C as f32)).sub(&shifted.sum(&[1]));
         losses = (full(1.0 - smoothing).mul(&losses)).add(&full(smoothing / C as f32).mul(&uniform));
     }
-    let mean = losses.sum(&[0]).reshape(&[]).div(&batch_size);
-    let var = Var::record(mean, &[&logits.var], || {
+    let out = match per_sample {
+        true => losses.reshape(&[batch]),
+        false => losses.sum(&[0]).reshape(&[]).div(&batch_size),
+    };
+    Ok(Var::record(out, &[&logits.var], || {
         // Only the gradient reads the one-hot matrix: built when one is recorded.
         let one_hot = one_hot(&labels.indices, C).expect("a one-hot matrix's values fill its shape");
         Box::new(move |g: &LazyBuffer| {
@@ -465,7 +506,10 @@ fn smoothed_cross_entropy<B: Dim, const C: usize, G: GradMode>(
             let shape = x.shape();
             let shifted = x.sub(&max.expand(shape));
             let softmax = shifted.unary(UnaryOp::Exp).div(&sum_exp.expand(shape));
-            let scale = g.div(&batch_size).reshape(&[1, 1]).expand(shape);
+            let scale = match per_sample {
+                true => g.reshape(&[shape[0], 1]).expand(shape),
+                false => g.div(&batch_size).reshape(&[1, 1]).expand(shape),
+            };
             let target = if smoothing > 0.0 {
                 let full = |v: f32| LazyBuffer::full(shape, v);
                 full(1.0 - smoothing)
@@ -476,8 +520,7 @@ fn smoothed_cross_entropy<B: Dim, const C: usize, G: GradMode>(
             };
             [softmax.sub(&target).mul(&scale)].into()
         }) as crate::autograd::BackwardFn
-    });
-    Ok(Tensor::from_var((), var))
+    }))
 }
 
 /// The `[batch, classes]` one-hot matrix of `indices` (each `< classes`). Built lazily as

@@ -29,6 +29,12 @@ impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
         super::cross_entropy_with_label_smoothing(self, labels, smoothing)
     }
 
+    /// [`cross_entropy_per_sample`](super::cross_entropy_per_sample)`(self, labels)`: each
+    /// row's cross entropy, not their mean.
+    pub fn cross_entropy_per_sample(&self, labels: &Labels<B>) -> Result<Tensor<(B,), G>> {
+        super::cross_entropy_per_sample(self, labels)
+    }
+
     /// [`nll_loss`](super::nll_loss)`(self, labels)`: these log-probabilities' mean negative
     /// log-likelihood at the class `labels`.
     pub fn nll_loss(&self, labels: &Labels<B>) -> Result<Tensor<(), G>> {
