@@ -162,3 +162,31 @@ fn arrays_of_layers_are_lists_of_modules() {
     let list = vec![Linear::<3, 3>::init(&mut rng)];
     assert_eq!(list.detached()[0].weight.to_vec(), list[0].weight.to_vec());
 }
+
+#[test]
+fn arrays_and_vecs_of_blocks_run_in_turn() {
+    let mut rng = StdRng::seed_from_u64(7);
+    // As `nn.Sequential(Linear, *[Block() for _ in range(3)], Linear)`.
+    let model = (
+        Linear::<2, 4>::init(&mut rng),
+        <[(Linear<4, 4>, Tanh); 3]>::init(&mut rng),
+        Linear::<4, 1>::init(&mut rng),
+    );
+    let x = Tensor::<Rank2<5, 2>>::randn(&mut rng);
+    let mut by_hand = model.0.forward(x.clone());
+    for block in &model.1 {
+        by_hand = block.forward(by_hand);
+    }
+    let by_hand = model.2.forward(by_hand);
+    assert_eq!(model.forward(x.clone()).to_vec(), by_hand.to_vec());
+    assert_eq!(model.named_dims()[2].0, "1.0.0.weight");
+    // A Vec the same way, and none at all passes the input through.
+    let blocks: Vec<(Linear<4, 4>, Tanh)> = model.1.to_vec();
+    let h = model.0.forward(x.clone());
+    assert_eq!(
+        blocks.forward(h.clone()).to_vec(),
+        model.1.forward(h.clone()).to_vec()
+    );
+    let none: [(Linear<4, 4>, Tanh); 0] = [];
+    assert_eq!(none.forward(h.clone()).to_vec(), h.to_vec());
+}

@@ -1,7 +1,8 @@
 //! Sequential composition: a tuple of up to 12 modules (as far as the standard library's traits
 //! for tuples go) runs them in order. Parameters are named by position (`"0.weight"`,
 //! `"2.bias"`), as PyTorch's `nn.Sequential` names them; a longer model nests tuples, whose
-//! names then nest too (`"1.0.weight"`).
+//! names then nest too (`"1.0.weight"`). An array or a `Vec` of one module type runs its
+//! modules in turn, each giving what it takes (repeated blocks), named `"0…"`, `"1…"` too.
 
 use super::params::{Param, Params, join};
 use super::{Detach, Init, Module};
@@ -102,5 +103,34 @@ impl<M: Detach> Detach for Vec<M> {
     type Detached = Vec<M::Detached>;
     fn detached(&self) -> Self::Detached {
         self.iter().map(Detach::detached).collect()
+    }
+}
+
+/// `N` modules of one type applied in turn, as a PyTorch `nn.Sequential` of repeated blocks:
+/// each gives what it takes (a residual block, a square layer with its activation). No
+/// modules pass the input through.
+#[diagnostic::do_not_recommend]
+impl<X, M: Module<X, Output = X>, const N: usize> Module<X> for [M; N] {
+    type Output = X;
+    #[track_caller]
+    fn forward(&self, mut x: X) -> X {
+        // A loop, not a fold: a closure would report a module's panic here, not at the caller.
+        for m in self {
+            x = m.forward(x);
+        }
+        x
+    }
+}
+
+/// [`Module`] for a `Vec` of modules, as for an array: applied in turn.
+#[diagnostic::do_not_recommend]
+impl<X, M: Module<X, Output = X>> Module<X> for Vec<M> {
+    type Output = X;
+    #[track_caller]
+    fn forward(&self, mut x: X) -> X {
+        for m in self {
+            x = m.forward(x);
+        }
+        x
     }
 }
