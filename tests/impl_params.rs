@@ -3,9 +3,9 @@
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use teenygrad::impl_params;
 use teenygrad::nn::{from_bytes, to_bytes};
 use teenygrad::prelude::*;
+use teenygrad::{impl_init, impl_params};
 
 /// Two branches added, a learned scale, nested dropout, a list of layers and a setting.
 struct TwoBranch {
@@ -189,4 +189,39 @@ fn arrays_and_vecs_of_blocks_run_in_turn() {
     );
     let none: [(Linear<4, 4>, Tanh); 0] = [];
     assert_eq!(none.forward(h.clone()).to_vec(), h.to_vec());
+}
+
+/// Layers only: `impl_init!` can write its constructor.
+struct Encoder {
+    embed: Linear<3, 4>,
+    drop: Dropout,
+    blocks: [Block<4>; 2],
+}
+impl_params!(Encoder { embed, drop, blocks });
+impl_init!(Encoder { embed, drop, blocks });
+impl_init!([const N: usize] Block<N> { inner });
+
+#[test]
+fn impl_init_initializes_fields_in_order_from_one_generator() {
+    let a = Encoder::init(&mut StdRng::seed_from_u64(8));
+    let b = Encoder::init(&mut StdRng::seed_from_u64(8));
+    let values = |m: &Encoder| {
+        let mut v = Vec::new();
+        m.visit("", &mut |_, p| v.extend(p.values()));
+        v
+    };
+    assert_eq!(values(&a), values(&b), "the same seed, the same model");
+    // The fields in the order listed, as a tuple of them would be made.
+    let mut rng = StdRng::seed_from_u64(8);
+    let tuple = <(Linear<3, 4>, Dropout, [Block<4>; 2])>::init(&mut rng);
+    assert_eq!(values(&a), {
+        let mut v = Vec::new();
+        tuple.visit("", &mut |_, p| v.extend(p.values()));
+        v
+    });
+    assert_ne!(
+        a.blocks[0].inner.0.weight.to_vec(),
+        a.blocks[1].inner.0.weight.to_vec()
+    );
+    assert!(a.drop.is_training());
 }

@@ -1,5 +1,6 @@
-//! [`impl_params!`](crate::impl_params): a model struct's [`Params`](super::Params) from the
-//! list of its fields, so a hand-written one cannot forget a field or `set_training`.
+//! [`impl_params!`](crate::impl_params) and [`impl_init!`](crate::impl_init): a model struct's
+//! [`Params`](super::Params) and [`Init`](super::Init) from the list of its fields, so a
+//! hand-written one cannot forget a field or `set_training`.
 
 /// Implements [`Params`](crate::nn::Params) for a struct from the fields that hold its layers
 /// or parameter tensors: each is visited under its field name (`"encoder.weight"`), in the
@@ -55,5 +56,41 @@ macro_rules! impl_params {
     };
     ($model:ty { $($field:ident),* $(,)? }) => {
         $crate::impl_params!([] $model { $($field),* });
+    };
+}
+
+/// Implements [`Init`](crate::nn::Init) for a struct whose fields are all layers: each field
+/// initialized in turn, in the order listed, from the one generator, as a tuple is. Every
+/// field must be listed (a struct with settings writes its constructor by hand). Generic
+/// parameters go in brackets before the type, as for [`impl_params!`](crate::impl_params).
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::{impl_init, impl_params};
+/// use rand::SeedableRng;
+///
+/// struct Block<const D: usize> {
+///     norm: LayerNorm<D>,
+///     ff: (Linear<D, D>, Relu),
+/// }
+/// impl_params!([const D: usize] Block<D> { norm, ff });
+/// impl_init!([const D: usize] Block<D> { norm, ff });
+///
+/// let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+/// let blocks = <[Block<4>; 2]>::init(&mut rng);
+/// assert_eq!(blocks.named_dims().len(), 8);
+/// assert_ne!(blocks[0].ff.0.weight.to_vec(), blocks[1].ff.0.weight.to_vec());
+/// ```
+#[macro_export]
+macro_rules! impl_init {
+    ([$($generics:tt)*] $model:ident $(<$($arg:tt),*>)? { $($field:ident),* $(,)? }) => {
+        impl<$($generics)*> $crate::nn::Init for $model $(<$($arg),*>)? {
+            fn init<R: $crate::rand::Rng + ?Sized>(rng: &mut R) -> Self {
+                $model { $($field: $crate::nn::Init::init(rng)),* }
+            }
+        }
+    };
+    ($model:ident { $($field:ident),* $(,)? }) => {
+        $crate::impl_init!([] $model { $($field),* });
     };
 }
