@@ -94,65 +94,55 @@ fn ends_and_specials() {
     assert!(y[4] == 0.0 && y[4].is_sign_negative(), "expm1(−0) is −0");
 }
 
+/// `f`'s values and gradients (of the summed outputs) at `xs` within `value_ulps` and
+/// `grad_ulps` of PyTorch's.
+fn assert_as_pytorch(
+    name: &str,
+    xs: &[f32],
+    f: impl Fn(&Tensor<(usize,), Tracked>) -> Tensor<(usize,), Tracked>,
+    torch: &[(f64, f64)],
+    (value_ulps, grad_ulps): (f64, f64),
+) {
+    let x = Tensor::from_vec(xs.to_vec(), (xs.len(),))
+        .unwrap()
+        .requires_grad();
+    let y = f(&x);
+    y.sum_all().backward();
+    let (values, grads) = (y.to_vec(), x.grad().unwrap().to_vec());
+    for (i, &(value, grad)) in torch.iter().enumerate() {
+        assert!(
+            ulps(values[i], value) <= value_ulps && ulps(grads[i], grad) <= grad_ulps,
+            "{name}({}): {} and {} vs PyTorch's {value} and {grad}",
+            xs[i],
+            values[i],
+            grads[i]
+        );
+    }
+}
+
 #[test]
 fn values_and_gradients_as_pytorch() {
-    // PyTorch 2.5.1's `torch.log1p` and `torch.expm1` and their gradients (summed outputs).
-    let xs = [1e-10f32, -0.5, 3.0, -0.9999, 100.0];
-    let torch_values = [
-        1.000000013351432e-10,
-        -0.6931471824645996,
-        1.3862943649291992,
-        -9.210174560546875,
-        4.6151204109191895,
+    // PyTorch 2.5.1's `torch.log1p` and `torch.expm1`, and their gradients.
+    let log1p = [
+        (1.000000013351432e-10, 1.0),
+        (-0.6931471824645996, 2.0),
+        (1.3862943649291992, 0.25),
+        (-9.210174560546875, 9998.3408203125),
+        (4.6151204109191895, 0.009900989942252636),
     ];
-    let torch_grads = [1.0, 2.0, 0.25, 9998.3408203125, 0.009900989942252636];
-    let x = Tensor::from(xs).requires_grad();
-    let y = x.log1p();
-    y.sum_all().backward();
-    let close = |a: f32, b: f64, n: f64| ulps(a, b) <= n;
-    for ((v, g), (tv, tg)) in y
-        .to_vec()
-        .iter()
-        .zip(x.grad().unwrap().to_vec())
-        .zip(torch_values.iter().zip(torch_grads))
-    {
-        assert!(
-            close(*v, *tv, 1.0) && close(g, tg, 0.0),
-            "log1p {v} {g} vs {tv} {tg}"
-        );
-    }
-    let xs = [1e-10f32, -0.5, 3.0, -20.0, 80.0, 0.3];
-    let torch_values = [
-        1.000000013351432e-10,
-        -0.39346933364868164,
-        19.08553695678711,
-        -1.0,
-        5.540622484676759e34,
-        0.349858820438385,
+    let xs = [1e-10, -0.5, 3.0, -0.9999, 100.0];
+    assert_as_pytorch("log1p", &xs, |x| x.log1p(), &log1p, (1.0, 0.0));
+    let expm1 = [
+        (1.000000013351432e-10, 1.0),
+        (-0.39346933364868164, 0.6065306663513184),
+        (19.08553695678711, 20.08553695678711),
+        (-1.0, 0.0),
+        (5.540622484676759e34, 5.540622484676759e34),
+        (0.349858820438385, 1.3498587608337402),
     ];
-    let torch_grads = [
-        1.0,
-        0.6065306663513184,
-        20.08553695678711,
-        0.0,
-        5.540622484676759e34,
-        1.3498587608337402,
-    ];
-    let x = Tensor::from(xs).requires_grad();
-    let y = x.expm1();
-    y.sum_all().backward();
-    for ((v, g), (tv, tg)) in y
-        .to_vec()
-        .iter()
-        .zip(x.grad().unwrap().to_vec())
-        .zip(torch_values.iter().zip(torch_grads))
-    {
-        // Both within an ulp or two of exact; the gradient is the value plus 1, rounded once.
-        assert!(
-            close(*v, *tv, 2.0) && close(g, tg, 2.0),
-            "expm1 {v} {g} vs {tv} {tg}"
-        );
-    }
+    // Both within an ulp or two of exact; the gradient is the value plus 1, rounded once.
+    let xs = [1e-10, -0.5, 3.0, -20.0, 80.0, 0.3];
+    assert_as_pytorch("expm1", &xs, |x| x.expm1(), &expm1, (2.0, 2.0));
 }
 
 #[test]
