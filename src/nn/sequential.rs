@@ -106,11 +106,11 @@ impl<M: Detach> Detach for Vec<M> {
     }
 }
 
-/// `N` modules of one type applied in turn, as a PyTorch `nn.Sequential` of repeated blocks:
-/// each gives what it takes (a residual block, a square layer with its activation). No
-/// modules pass the input through.
+/// Modules of one type applied in turn, as a PyTorch `nn.Sequential` of repeated blocks: each
+/// gives what it takes (a residual block, a square layer with its activation). No modules pass
+/// the input through. Arrays and `Vec`s of modules are such lists.
 #[diagnostic::do_not_recommend]
-impl<X, M: Module<X, Output = X>, const N: usize> Module<X> for [M; N] {
+impl<X, M: Module<X, Output = X>> Module<X> for [M] {
     type Output = X;
     #[track_caller]
     fn forward(&self, mut x: X) -> X {
@@ -122,15 +122,20 @@ impl<X, M: Module<X, Output = X>, const N: usize> Module<X> for [M; N] {
     }
 }
 
-/// [`Module`] for a `Vec` of modules, as for an array: applied in turn.
+#[diagnostic::do_not_recommend]
+impl<X, M: Module<X, Output = X>, const N: usize> Module<X> for [M; N] {
+    type Output = X;
+    #[track_caller]
+    fn forward(&self, x: X) -> X {
+        self[..].forward(x)
+    }
+}
+
 #[diagnostic::do_not_recommend]
 impl<X, M: Module<X, Output = X>> Module<X> for Vec<M> {
     type Output = X;
     #[track_caller]
-    fn forward(&self, mut x: X) -> X {
-        for m in self {
-            x = m.forward(x);
-        }
-        x
+    fn forward(&self, x: X) -> X {
+        self[..].forward(x)
     }
 }
