@@ -970,7 +970,7 @@ fn labels_for_rows_take_the_logits_batch_type() {
     assert_eq!(labels.indices(), [0, 1, 1]);
     match Labels::for_rows(&rows, vec![0]) {
         Err(Error::ShapeMismatch { op, lhs, rhs, .. }) => {
-            assert_eq!((op, lhs, rhs), ("Labels::new", vec![1], vec![3]))
+            assert_eq!((op, lhs, rhs), ("Labels::for_rows", vec![1], vec![3]))
         }
         other => panic!("{other:?}"),
     }

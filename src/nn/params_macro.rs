@@ -9,7 +9,9 @@
 /// parameter-free ones included: a [`Dropout`](crate::nn::Dropout) left out has no parameters
 /// to miss, but keeps training through `eval()`. Fields left out are settings or caches.
 /// Generic parameters go in brackets before the type:
-/// `impl_params!([const N: usize] Block<N> { attn, mlp })`.
+/// `impl_params!([const N: usize] Block<N> { attn, mlp })`. What the struct computes is its own
+/// [`Module`](crate::nn::Module) impl (the [`nn`](crate::nn) module's residual example shows
+/// the grad-mode bound that takes data and tracked inputs alike).
 ///
 /// ```
 /// use teenygrad::prelude::*;

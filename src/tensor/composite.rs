@@ -295,9 +295,14 @@ impl<B: Dim> Labels<B> {
     /// );
     /// ```
     pub fn new(indices: Vec<usize>, batch: B) -> Result<Self> {
+        Labels::counted("Labels::new", indices, batch)
+    }
+
+    /// [`new`](Self::new), its count error naming `op`.
+    fn counted(op: &'static str, indices: Vec<usize>, batch: B) -> Result<Self> {
         if indices.len() != batch.size() {
             return Err(Error::ShapeMismatch {
-                op: "Labels::new",
+                op,
                 lhs: vec![indices.len()],
                 rhs: vec![batch.size()],
                 rule: "one class index per sample of the batch",
@@ -307,8 +312,8 @@ impl<B: Dim> Labels<B> {
     }
 
     /// Labels for the rows of `logits`, of its batch type, so a static batch needs no
-    /// `Const::<B>` spelled out; [`Error::ShapeMismatch`] as [`new`](Self::new) if there is not
-    /// one index per row. Class indices are checked by the loss.
+    /// `Const::<B>` spelled out; [`Error::ShapeMismatch`] if there is not one index per row.
+    /// Class indices are checked by the loss.
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -321,7 +326,7 @@ impl<B: Dim> Labels<B> {
         logits: &Tensor<(B, Const<C>), G>,
         indices: Vec<usize>,
     ) -> Result<Self> {
-        Labels::new(indices, logits.shape.0)
+        Labels::counted("Labels::for_rows", indices, logits.shape.0)
     }
 
     /// The class indices.
@@ -391,10 +396,12 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
 
 /// Each sample's cross entropy, as PyTorch's `cross_entropy(.., reduction="none")`: row `i` of
 /// the result is `logsumexp(logits_i) − logits_i[label_i]`, so their mean is [`cross_entropy`]
-/// (up to its rounding) and their sum `reduction="sum"`; weighting or masking them (padded
-/// tokens, classes of unequal cost) before reducing gives the losses PyTorch's `weight` and
-/// `ignore_index` give. Each row's gradient is `softmax − one_hot` times that row's upstream
-/// gradient. Errors as [`cross_entropy`].
+/// (up to its rounding) and their sum `reduction="sum"`. Weighting them (classes of unequal
+/// cost) before reducing gives PyTorch's `weight`; to leave samples out, as its `ignore_index`
+/// does (padded tokens), select the rows kept first ([`Tensor::select_rows`]): a masking
+/// product keeps a NaN or infinite row's NaN, in the loss and its gradient. Each row's
+/// gradient is `softmax − one_hot` times that row's upstream gradient. Errors as
+/// [`cross_entropy`].
 ///
 /// ```
 /// use teenygrad::prelude::*;
@@ -403,10 +410,10 @@ pub fn cross_entropy<B: Dim, const C: usize, G: GradMode>(
 /// let labels = Labels::for_rows(&logits, vec![0, 1, 0]).unwrap();
 /// let each = cross_entropy_per_sample(&logits, &labels).unwrap().to_array();
 /// assert!((each[0] - 2f32.ln()).abs() < 1e-7 && each[0] == each[1] && each[2] < 1e-4);
-/// // Masking the last sample out of the mean, as `ignore_index` would.
-/// let mask = Tensor::from([1.0, 1.0, 0.0]);
-/// let masked = (cross_entropy_per_sample(&logits, &labels).unwrap() * mask).sum_all() / 2.0;
-/// assert!((masked.item() - 2f32.ln()).abs() < 1e-7);
+/// // Weighting the samples, as `weight` does for their classes.
+/// let w = Tensor::from([1.0, 1.0, 0.0]);
+/// let weighted = (cross_entropy_per_sample(&logits, &labels).unwrap() * w).sum_all() / 2.0;
+/// assert!((weighted.item() - 2f32.ln()).abs() < 1e-7);
 /// ```
 #[doc(alias("reduction"))]
 pub fn cross_entropy_per_sample<B: Dim, const C: usize, G: GradMode>(
