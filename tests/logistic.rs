@@ -6,6 +6,10 @@ use teenygrad::Error;
 use teenygrad::prelude::*;
 use teenygrad::tensor::{binary_cross_entropy_with_logits as bce, try_binary_cross_entropy_with_logits};
 
+#[path = "support/ulps.rs"]
+mod ulps;
+use ulps::ulps;
+
 /// Logits from −120 to 120, denser near 0, and the specials that are finite.
 fn sweep() -> Vec<f32> {
     let mut xs: Vec<f32> = (-2400..=2400).map(|k| k as f32 * 0.05).collect();
@@ -29,13 +33,6 @@ fn sweep() -> Vec<f32> {
 
 fn softplus64(x: f64) -> f64 {
     x.max(0.0) + (-x.abs()).exp().ln_1p()
-}
-
-/// `|got − want|` in units of `want`'s ulp in f32 (the spacing of f32 values around it).
-fn ulps(got: f32, want: f64) -> f64 {
-    let w = want as f32;
-    let ulp = (f32::from_bits(w.abs().to_bits() + 1) - w.abs()) as f64;
-    (got as f64 - want).abs() / ulp
 }
 
 /// softplus's bound in ulps: `e^-|x|` within 1.02 ulp, which `log1p` passes on at most

@@ -4,6 +4,10 @@
 
 use teenygrad::prelude::*;
 
+#[path = "support/ulps.rs"]
+mod ulps;
+use ulps::ulps;
+
 /// Values from −30 to 30 (from −1 for `log1p`'s domain), powers of two down to 2⁻¹²⁰ on both
 /// sides, and the largest finite values.
 fn sweep(low: f32) -> Vec<f32> {
@@ -21,13 +25,6 @@ fn sweep(low: f32) -> Vec<f32> {
     ]);
     xs.retain(|&x| x >= low);
     xs
-}
-
-/// `|got − want|` in units of `want`'s ulp in f32.
-fn ulps(got: f32, want: f64) -> f64 {
-    let w = want as f32;
-    let ulp = (f32::from_bits(w.abs().to_bits() + 1) - w.abs()) as f64;
-    (got as f64 - want).abs() / ulp
 }
 
 fn values(xs: &[f32], f: impl Fn(&Tensor<(usize,)>) -> Tensor<(usize,)>) -> Vec<f32> {

@@ -5,6 +5,10 @@
 use teenygrad::nn::{Elu, LeakyRelu, Module};
 use teenygrad::prelude::*;
 
+#[path = "support/ulps.rs"]
+mod ulps;
+use ulps::ulps;
+
 /// Inputs from −30 to 30, dense near 0, powers of two down to 2⁻⁶⁰ on both sides, and specials.
 fn sweep() -> Vec<f32> {
     let mut xs: Vec<f32> = (-3000..=3000).map(|k| k as f32 * 0.01).collect();
@@ -21,13 +25,6 @@ fn sweep() -> Vec<f32> {
         -104.0,
     ]);
     xs
-}
-
-/// `|got − want|` in units of `want`'s ulp in f32.
-fn ulps(got: f32, want: f64) -> f64 {
-    let w = want as f32;
-    let ulp = (f32::from_bits(w.abs().to_bits() + 1) - w.abs()) as f64;
-    (got as f64 - want).abs() / ulp
 }
 
 fn elu64(x: f64, alpha: f64) -> f64 {
