@@ -7,8 +7,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use teenygrad::Error;
 use teenygrad::data::{
-    Batcher, CLASSES, Dataset, FEATURES, Remainder, parse_csv, parse_csv_bytes, read_csv, toy_digits,
-    toy_digits_split, write_csv,
+    Batcher, CLASSES, CsvLayout, Dataset, FEATURES, Remainder, parse_csv, parse_csv_bytes, parse_csv_with,
+    read_csv, read_csv_with, toy_digits, toy_digits_split, write_csv,
 };
 
 fn bits(image: &[f32; FEATURES]) -> [u32; FEATURES] {
@@ -432,6 +432,140 @@ fn csv_parse_never_panics() {
         }
     }
     assert!(accepted > 0 && accepted < 3000, "accepted {accepted}");
+}
+
+/// Lines in UCI's optdigits layout: 64 counts in 0..=16, then the label.
+fn uci_lines(samples: &[(u8, [u32; FEATURES])]) -> String {
+    let mut text = String::new();
+    for (label, counts) in samples {
+        for c in counts {
+            text += &format!("{c},");
+        }
+        text += &format!("{label}\n");
+    }
+    text
+}
+
+#[test]
+fn csv_uci_layout_reads_counts_as_sixteenths() {
+    let mut rng = StdRng::seed_from_u64(16);
+    let samples: Vec<(u8, [u32; FEATURES])> = (0..50)
+        .map(|i| ((i % 10) as u8, std::array::from_fn(|_| rng.random_range(0..=16))))
+        .collect();
+    let data = parse_csv_with(&uci_lines(&samples), "optdigits.tra", CsvLayout::UCI_OPTDIGITS).unwrap();
+    assert_eq!(data.labels, samples.iter().map(|s| s.0).collect::<Vec<_>>());
+    for (image, (_, counts)) in data.images.iter().zip(&samples) {
+        // k/16 is exact in f32.
+        let want: [u32; FEATURES] = counts.map(|c| (c as f32 / 16.0).to_bits());
+        assert_eq!(bits(image), want);
+    }
+    // The same dataset, written in the default layout and read back, is the same.
+    let path = temp_path("uci-rewritten.csv");
+    write_csv(&path, &data).unwrap();
+    assert_eq!(read_csv(&path).unwrap(), data);
+    // And read from a file in its own layout.
+    std::fs::write(&path, uci_lines(&samples)).unwrap();
+    assert_eq!(read_csv_with(&path, CsvLayout::UCI_OPTDIGITS).unwrap(), data);
+    std::fs::remove_file(&path).ok();
+    // The builder spells the same layout; the default is `read_csv`'s.
+    assert_eq!(
+        CsvLayout::default().label_last().pixel_max(16.0),
+        CsvLayout::UCI_OPTDIGITS
+    );
+    let own = format!("{}\n", row("3", "0.5"));
+    assert_eq!(
+        parse_csv_with(&own, "t", CsvLayout::default()).unwrap(),
+        parse_csv(&own, "t").unwrap()
+    );
+}
+
+#[test]
+fn csv_uci_layout_errors_name_its_columns() {
+    let counts = [[7u32; FEATURES]];
+    let line = |label: &str, pixel: usize, value: &str| {
+        let mut fields: Vec<String> = counts[0].iter().map(u32::to_string).collect();
+        fields[pixel] = value.to_string();
+        format!("{},{label}\n", fields.join(","))
+    };
+    let uci = CsvLayout::UCI_OPTDIGITS;
+    for (text, want) in [
+        (
+            line("10", 0, "7"),
+            "u:1: column 65 (label): \"10\" is not a class label in 0..=9",
+        ),
+        (line("x", 0, "7"), "u:1: column 65 (label): \"x\" is not a number"),
+        (
+            line("3", 0, "17"),
+            "u:1: column 1 (pixel 0): \"17\" is outside [0, 16]",
+        ),
+        (
+            line("3", 63, "-1"),
+            "u:1: column 64 (pixel 63): \"-1\" is outside [0, 16]",
+        ),
+        (
+            line("3", 5, "NaN"),
+            "u:1: column 6 (pixel 5): \"NaN\" is outside [0, 16]",
+        ),
+        (
+            "4,2,3\n".to_string(),
+            "u:1: expected 65 columns (64 pixels and a label), got 3",
+        ),
+    ] {
+        assert_eq!(parse_csv_with(&text, "u", uci).unwrap_err().to_string(), want);
+    }
+    // Read in the default layout, a file of counts says which layout reads it.
+    let (location, message) = data_error(parse_csv(&line("3", 0, "7"), "optdigits.tra"));
+    assert_eq!(location, "optdigits.tra:1");
+    assert!(
+        message.starts_with("column 2 (pixel 0): \"7\" is outside [0, 1]; ")
+            && message.contains("CsvLayout::UCI_OPTDIGITS"),
+        "{message}"
+    );
+    // A value out of range that is not a count gets no hint.
+    let (_, message) = data_error(parse_csv(&row("2", "1.5"), "t"));
+    assert!(!message.contains("CsvLayout"), "{message}");
+}
+
+#[test]
+fn csv_layout_pixel_max_must_be_finite_and_positive() {
+    let text = uci_lines(&[(1, [0; FEATURES])]);
+    for max in [0.0, -0.0, -16.0, f32::NAN, f32::INFINITY] {
+        let layout = CsvLayout::UCI_OPTDIGITS.pixel_max(max);
+        let err = parse_csv_with(&text, "t", layout).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidArgument {
+                    op: "parse_csv_with",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().contains("pixel_max must be finite and positive"),
+            "{err}"
+        );
+        // Checked before the file is opened: a missing file is not the error.
+        let err = read_csv_with(temp_path("never-written.csv"), layout).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidArgument {
+                    op: "read_csv_with",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+    // Extreme but valid ranges keep every pixel within [0, 1].
+    for max in [f32::MIN_POSITIVE / 4.0, 1e-30, f32::MAX] {
+        let field = format!("{max:e}");
+        let text = format!("{},{},0\n", field, vec!["0"; FEATURES - 1].join(","));
+        let data = parse_csv_with(&text, "t", CsvLayout::default().label_last().pixel_max(max)).unwrap();
+        assert_eq!((data.images[0][0], data.images[0][1]), (1.0, 0.0), "max {max}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

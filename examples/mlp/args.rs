@@ -2,11 +2,14 @@
 
 use std::path::PathBuf;
 
+use teenygrad::data::CsvLayout;
+
 pub const USAGE: &str = "\
 Train a 64→128→10 ReLU MLP on 8×8 digits and report held-out accuracy beside two baselines.
 
 usage: mlp [--epochs N] [--lr X] [--batch N] [--seed N] [--optimizer sgd|adam]
-           [--train FILE.csv --test FILE.csv] [--save FILE.safetensors] [--record FILE.json]
+           [--train FILE.csv --test FILE.csv [--label-last] [--pixel-max X]]
+           [--save FILE.safetensors] [--record FILE.json]
 
   --epochs N         passes over the training set (default 10)
   --lr X             learning rate (default 0.1 for sgd, 0.003 for adam)
@@ -14,6 +17,8 @@ usage: mlp [--epochs N] [--lr X] [--batch N] [--seed N] [--optimizer sgd|adam]
   --seed N           seeds data, initialization and shuffling (default 0)
   --optimizer NAME   sgd (momentum 0.9) or adam (default sgd)
   --train, --test    CSV files (label, then 64 values in [0, 1]) instead of the toy digits
+  --label-last       the CSV files' label is the last field (as in UCI's optdigits files)
+  --pixel-max X      the CSV files' pixels are in [0, X] (16 for UCI's optdigits; default 1)
   --save FILE        write the trained MLP's parameters (safetensors)
   --record FILE      write config, seed, per-epoch metrics and timings as JSON";
 
@@ -32,6 +37,7 @@ pub struct Args {
     pub optimizer: OptimizerKind,
     pub train: Option<PathBuf>,
     pub test: Option<PathBuf>,
+    pub layout: CsvLayout,
     pub save: Option<PathBuf>,
     pub record: Option<PathBuf>,
 }
@@ -55,6 +61,7 @@ pub fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, Str
         optimizer: OptimizerKind::Sgd,
         train: None,
         test: None,
+        layout: CsvLayout::default(),
         save: None,
         record: None,
     };
@@ -83,6 +90,14 @@ pub fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, Str
             }
             "--train" => out.train = Some(value()?.into()),
             "--test" => out.test = Some(value()?.into()),
+            "--label-last" => out.layout = out.layout.label_last(),
+            "--pixel-max" => {
+                let max: f32 = number(&flag, &value()?)?;
+                if !(max.is_finite() && max > 0.0) {
+                    return Err(format!("--pixel-max must be a positive number, got {max}"));
+                }
+                out.layout = out.layout.pixel_max(max);
+            }
             "--save" => out.save = Some(value()?.into()),
             "--record" => out.record = Some(value()?.into()),
             _ => return Err(format!("unknown flag {flag:?}")),
@@ -96,6 +111,9 @@ pub fn parse(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, Str
     }
     if out.train.is_some() != out.test.is_some() {
         return Err("--train and --test go together".into());
+    }
+    if out.train.is_none() && out.layout != CsvLayout::default() {
+        return Err("--label-last and --pixel-max describe the --train and --test files".into());
     }
     Ok(Some(out))
 }

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use teenygrad::data::{Batcher, Dataset, Remainder, read_csv, toy_digits_split};
+use teenygrad::data::{Batcher, Dataset, Remainder, read_csv_with, toy_digits_split};
 use teenygrad::nn::{Detach, Init, Linear, Mlp, Module, Params};
 use teenygrad::optim::{Adam, Optimizer, Sgd};
 use teenygrad::prelude::*;
@@ -147,8 +147,8 @@ where
 fn load_data(args: &Args) -> Result<(Dataset, Dataset, String)> {
     match (&args.train, &args.test) {
         (Some(train), Some(test)) => Ok((
-            read_csv(train)?,
-            read_csv(test)?,
+            read_csv_with(train, args.layout)?,
+            read_csv_with(test, args.layout)?,
             format!("{} / {}", train.display(), test.display()),
         )),
         _ => {
@@ -350,6 +350,10 @@ mod tests {
     fn bad_arguments_are_errors() {
         let parse = |line: &str| args::parse(line.split_whitespace().map(String::from));
         assert!(parse("--epochs 3 --batch 16").unwrap().is_some());
+        let uci = parse("--train a --test b --label-last --pixel-max 16")
+            .unwrap()
+            .unwrap();
+        assert_eq!(uci.layout, teenygrad::data::CsvLayout::UCI_OPTDIGITS);
         for bad in [
             "--epochs 0",
             "--batch 0",
@@ -357,6 +361,10 @@ mod tests {
             "--train a.csv",
             "--epochs",
             "--bogus 1",
+            "--train a --test b --pixel-max 0",
+            "--train a --test b --pixel-max nan",
+            "--pixel-max 16",
+            "--label-last",
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }

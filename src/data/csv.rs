@@ -1,7 +1,9 @@
 //! Reading and writing datasets as CSV: one sample a line, the label then the 64 pixel values.
 //!
 //! The layout is `label,p0,p1,…,p63`: the label an integer in `0..=9`, the pixels row-major
-//! numbers in `[0, 1]`, separated by commas (spaces around a field are ignored). The first line may
+//! numbers in `[0, 1]`, separated by commas (spaces around a field are ignored). Other layouts of
+//! 8×8 digits, such as UCI's `optdigits` files (64 counts in `0..=16`, then the label), are read
+//! with a [`CsvLayout`] ([`read_csv_with`]). The first line may
 //! be a header: it is one when none of its fields is a number (so a first data row with a bad
 //! label is an error, not a header skipped). Blank lines at the end, `\r\n` line ends and a UTF-8
 //! byte-order mark are accepted.
@@ -17,6 +19,76 @@ use crate::error::{Error, Result};
 
 /// The number of comma-separated fields on a data line: the label and the pixels.
 const COLUMNS: usize = FEATURES + 1;
+
+/// Where a CSV line's label is and what range its pixels are in, for [`read_csv_with`] and
+/// [`parse_csv_with`]. Pixels in `[0, pixel_max]` are divided by `pixel_max`, so the dataset's
+/// are in `[0, 1]` as [`Dataset`] holds them.
+///
+/// ```
+/// use teenygrad::data::{CsvLayout, parse_csv_with};
+///
+/// // UCI's optdigits: 64 counts of ink in 0..=16, then the label.
+/// let line = format!("{}7\n", "16,".repeat(32) + &"4,".repeat(32));
+/// let data = parse_csv_with(&line, "optdigits.tra", CsvLayout::UCI_OPTDIGITS)?;
+/// assert_eq!(data.labels, vec![7]);
+/// assert_eq!((data.images[0][0], data.images[0][63]), (1.0, 0.25));
+///
+/// let layout = CsvLayout::default().label_last().pixel_max(255.0);
+/// assert_eq!((layout.label_last, layout.pixel_max), (true, 255.0));
+/// # Ok::<(), teenygrad::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct CsvLayout {
+    /// The label is the line's last field rather than its first.
+    pub label_last: bool,
+    /// The largest pixel value: fields in `[0, pixel_max]` are read as `value / pixel_max`.
+    /// Finite and positive, or parsing is an [`Error::InvalidArgument`].
+    pub pixel_max: f32,
+}
+
+impl CsvLayout {
+    /// This module's own layout, which [`write_csv`] writes: the label, then pixels in `[0, 1]`.
+    pub const TEENYGRAD: CsvLayout = CsvLayout {
+        label_last: false,
+        pixel_max: 1.0,
+    };
+
+    /// The layout of UCI's optical recognition of handwritten digits (`optdigits.tra`,
+    /// `optdigits.tes`): 64 counts in `0..=16`, then the label, no header.
+    pub const UCI_OPTDIGITS: CsvLayout = CsvLayout {
+        label_last: true,
+        pixel_max: 16.0,
+    };
+
+    /// The same layout with the label last.
+    pub fn label_last(self) -> Self {
+        CsvLayout {
+            label_last: true,
+            ..self
+        }
+    }
+
+    /// The same layout with pixels in `[0, pixel_max]`.
+    pub fn pixel_max(self, pixel_max: f32) -> Self {
+        CsvLayout { pixel_max, ..self }
+    }
+
+    /// The 1-based column of the label, and of pixel `k`.
+    fn columns(&self, k: usize) -> (usize, usize) {
+        match self.label_last {
+            false => (1, k + 2),
+            true => (COLUMNS, k + 1),
+        }
+    }
+}
+
+impl Default for CsvLayout {
+    /// [`CsvLayout::TEENYGRAD`].
+    fn default() -> Self {
+        CsvLayout::TEENYGRAD
+    }
+}
 
 /// Reads a dataset from a CSV file: `label,p0,…,p63` per line, the label in `0..=9` and the pixels
 /// in `[0, 1]`, with an optional header line. A bad file is rejected whole with `file:line`.
@@ -39,12 +111,35 @@ const COLUMNS: usize = FEATURES + 1;
 /// # Ok::<(), teenygrad::Error>(())
 /// ```
 pub fn read_csv(path: impl AsRef<Path>) -> Result<Dataset> {
+    read_csv_with(path, CsvLayout::TEENYGRAD)
+}
+
+/// Reads a dataset from a CSV file in another `layout` of 64 pixels and a label, as [`read_csv`]
+/// reads its own: for example UCI's `optdigits.tra` with [`CsvLayout::UCI_OPTDIGITS`].
+///
+/// # Errors
+///
+/// As [`read_csv`], with the pixels' range `[0, layout.pixel_max]`; and
+/// [`Error::InvalidArgument`] if `layout.pixel_max` is not finite and positive.
+pub fn read_csv_with(path: impl AsRef<Path>, layout: CsvLayout) -> Result<Dataset> {
     let path = path.as_ref();
+    check_layout(layout, "read_csv_with")?;
     let bytes = std::fs::read(path).map_err(|e| Error::Io {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
-    parse_csv_bytes(&bytes, &path.display().to_string())
+    parse_bytes(&bytes, &path.display().to_string(), layout)
+}
+
+fn check_layout(layout: CsvLayout, op: &'static str) -> Result<()> {
+    let max = layout.pixel_max;
+    if max.is_finite() && max > 0.0 {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        op,
+        message: format!("pixel_max must be finite and positive, got {max}"),
+    })
 }
 
 /// Parses a dataset from raw bytes, checking first that they are UTF-8.
@@ -62,8 +157,12 @@ pub fn read_csv(path: impl AsRef<Path>) -> Result<Dataset> {
 /// assert!(err.to_string().starts_with("bad.csv:1: "));
 /// ```
 pub fn parse_csv_bytes(bytes: &[u8], source_name: &str) -> Result<Dataset> {
+    parse_bytes(bytes, source_name, CsvLayout::TEENYGRAD)
+}
+
+fn parse_bytes(bytes: &[u8], source_name: &str, layout: CsvLayout) -> Result<Dataset> {
     match std::str::from_utf8(bytes) {
-        Ok(text) => parse_csv(text, source_name),
+        Ok(text) => parse_text(text, source_name, layout),
         Err(e) => {
             let good = &bytes[..e.valid_up_to()];
             let line = 1 + good.iter().filter(|&&b| b == b'\n').count();
@@ -102,6 +201,22 @@ pub fn parse_csv_bytes(bytes: &[u8], source_name: &str) -> Result<Dataset> {
 /// # Ok::<(), teenygrad::Error>(())
 /// ```
 pub fn parse_csv(text: &str, source_name: &str) -> Result<Dataset> {
+    parse_text(text, source_name, CsvLayout::TEENYGRAD)
+}
+
+/// Parses a dataset from CSV text in another `layout` (see [`CsvLayout`]), as [`parse_csv`]
+/// parses its own.
+///
+/// # Errors
+///
+/// As [`parse_csv`], with the pixels' range `[0, layout.pixel_max]`; and
+/// [`Error::InvalidArgument`] if `layout.pixel_max` is not finite and positive.
+pub fn parse_csv_with(text: &str, source_name: &str, layout: CsvLayout) -> Result<Dataset> {
+    check_layout(layout, "parse_csv_with")?;
+    parse_text(text, source_name, layout)
+}
+
+fn parse_text(text: &str, source_name: &str, layout: CsvLayout) -> Result<Dataset> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let error = |line: usize, message: String| Error::Data {
         location: format!("{source_name}:{line}"),
@@ -129,7 +244,7 @@ pub fn parse_csv(text: &str, source_name: &str) -> Result<Dataset> {
             header = Some(line);
             continue;
         }
-        let (label, image) = parse_row(line).map_err(|mut message| {
+        let (label, image) = parse_row(line, layout).map_err(|mut message| {
             if line_no == 1 {
                 message += &numbered_header_hint(line);
             }
@@ -175,48 +290,63 @@ fn numbered_header_hint(line: &str) -> String {
     }
 }
 
-fn parse_row(line: &str) -> std::result::Result<(u8, [f32; FEATURES]), String> {
+fn parse_row(line: &str, layout: CsvLayout) -> std::result::Result<(u8, [f32; FEATURES]), String> {
     let fields: Vec<&str> = line.split(',').map(str::trim).collect();
     if fields.len() != COLUMNS {
+        let order = match layout.label_last {
+            false => format!("a label and {FEATURES} pixels"),
+            true => format!("{FEATURES} pixels and a label"),
+        };
         return Err(format!(
-            "expected {COLUMNS} columns (a label and {FEATURES} pixels), got {}{}",
+            "expected {COLUMNS} columns ({order}), got {}{}",
             fields.len(),
             separator_hint(line)
         ));
     }
-    let label_field = fields[0];
+    let (label_column, _) = layout.columns(0);
+    let label_field = fields[label_column - 1];
     let label = match label_field.parse::<f64>() {
         Err(_) => {
             return Err(format!(
-                "column 1 (label): {:?} is not a number",
+                "column {label_column} (label): {:?} is not a number",
                 shorten(label_field)
             ));
         }
         Ok(v) if v.fract() == 0.0 && (0.0..CLASSES as f64).contains(&v) => v as u8,
         Ok(_) => {
             return Err(format!(
-                "column 1 (label): {:?} is not a class label in 0..={}",
+                "column {label_column} (label): {:?} is not a class label in 0..={}",
                 shorten(label_field),
                 CLASSES - 1
             ));
         }
     };
+    let max = layout.pixel_max;
     let mut image = [0.0f32; FEATURES];
-    for (k, (pixel, field)) in image.iter_mut().zip(&fields[1..]).enumerate() {
-        let column = k + 2;
+    for (k, pixel) in image.iter_mut().enumerate() {
+        let (_, column) = layout.columns(k);
+        let field = fields[column - 1];
         let value: f32 = field.parse().map_err(|_| {
             format!(
                 "column {column} (pixel {k}): {:?} is not a number",
                 shorten(field)
             )
         })?;
-        if !(0.0..=1.0).contains(&value) {
+        if !(0.0..=max).contains(&value) {
+            let hint = match max == 1.0 && value > 1.0 && value.fract() == 0.0 {
+                true => {
+                    "; pixels of another range are read with a `CsvLayout` whose `pixel_max` is \
+                     their largest value (UCI's optdigits: `CsvLayout::UCI_OPTDIGITS`)"
+                }
+                false => "",
+            };
             return Err(format!(
-                "column {column} (pixel {k}): {:?} is outside [0, 1]",
+                "column {column} (pixel {k}): {:?} is outside [0, {max}]{hint}",
                 shorten(field)
             ));
         }
-        *pixel = value;
+        // Within [0, max], so the quotient is within [0, 1]; exact for max = 1.
+        *pixel = value / max;
     }
     Ok((label, image))
 }

@@ -1,11 +1,13 @@
 //! Data for the example and for 8×8 digit datasets, independent of tensors: [`Dataset`] holds
-//! 64-pixel images with labels 0–9, and the CSV functions read and write exactly that layout
-//! (other data needs its own reader; [`Batcher`] serves any dataset by index).
+//! 64-pixel images with labels 0–9, and the CSV functions read and write that layout (other data
+//! needs its own reader; [`Batcher`] serves any dataset by index).
 //!
 //! - [`toy_digits`] and [`toy_digits_split`]: a seeded toy dataset of 8×8 grayscale digit images
 //!   in 10 classes, with train and test drawn independently and no image shared between them.
 //! - [`read_csv`], [`parse_csv`] and [`write_csv`]: the same 64-feature layout as CSV
-//!   (`label,p0,…,p63`), rejecting bad input whole with `file:line` in the error.
+//!   (`label,p0,…,p63`), rejecting bad input whole with `file:line` in the error;
+//!   [`read_csv_with`] and [`parse_csv_with`] read other layouts of 8×8 digits ([`CsvLayout`]:
+//!   the label last, pixels in another range), such as UCI's `optdigits` files.
 //! - [`Batcher`]: shuffled mini-batches of indices, and [`Dataset::gather`] to fetch them.
 //!
 //! ```
@@ -25,7 +27,7 @@ mod csv;
 mod digits;
 
 pub use batch::{Batcher, Remainder};
-pub use csv::{parse_csv, parse_csv_bytes, read_csv, write_csv};
+pub use csv::{CsvLayout, parse_csv, parse_csv_bytes, parse_csv_with, read_csv, read_csv_with, write_csv};
 pub use digits::{
     CLASSES, Dataset, FEATURES, IMAGE_SIDE, ToyDigits, image_to_ascii, render_digit, toy_digits,
     toy_digits_split,
