@@ -448,7 +448,9 @@ impl LazyBuffer {
         self
     }
 
-    /// Realizes several buffers in one schedule, so work they share runs once.
+    /// Realizes several buffers in one schedule, so work they share is stored once for all of
+    /// them; except a cheap elementwise intermediate of many values (`2x + 1` over 2^18), which
+    /// each kernel that reads it computes again, as that costs less than storing and reading it.
     pub fn realize_all(buffers: &[&LazyBuffer]) {
         schedule::realize(buffers);
     }

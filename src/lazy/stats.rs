@@ -16,7 +16,8 @@ pub struct Stats {
     /// Primitive operations executed inside kernels (an 8-op chain into a sum counts 9).
     pub ops_fused: u64,
     /// Bytes of output buffers kernels produced (freshly allocated, or reused from buffers that
-    /// dropped nodes gave back).
+    /// dropped nodes gave back), and of copies made outside kernels: a padded product operand's,
+    /// and a parameter's when an optimizer step finds its buffer still read by a pending graph.
     pub bytes_allocated: u64,
     /// Wall time spent realizing.
     pub realize_time: Duration,

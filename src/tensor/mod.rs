@@ -144,6 +144,11 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 
     /// Computes the value now (it is cached), and returns `self`.
+    ///
+    /// Tensors that share pending work (a common intermediate) and are realized one by one
+    /// compute it once each; [`LazyBuffer::realize_all`] with their [`lazy`](Self::lazy)
+    /// handles realizes them in one schedule, which stores shared work once for all of them
+    /// (or, where it is cheaper, computes a large cheap intermediate inside each reader).
     pub fn realize(self) -> Self {
         self.var.buf().realize();
         self
