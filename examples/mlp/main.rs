@@ -146,11 +146,35 @@ where
 
 fn load_data(args: &Args) -> Result<(Dataset, Dataset, String)> {
     match (&args.train, &args.test) {
-        (Some(train), Some(test)) => Ok((
-            read_csv_with(train, args.layout)?,
-            read_csv_with(test, args.layout)?,
-            format!("{} / {}", train.display(), test.display()),
-        )),
+        (Some(train), Some(test)) => {
+            // The library's errors name its API; a user of this program needs its flags.
+            let read = |path| {
+                read_csv_with(path, args.layout).map_err(|e| match e {
+                    Error::Data { location, message } => Error::Data {
+                        location,
+                        message: message + "\n(other layouts: --label-last, --pixel-max X; see --help)",
+                    },
+                    other => other,
+                })
+            };
+            let train_set = read(train)?;
+            // A label column read as a pixel column and the reverse still parse, but every label
+            // is then the same value: one class cannot be learned, and accuracy would say 100 %.
+            if let Some(only) = single_class(&train_set) {
+                return Err(Error::Data {
+                    location: train.display().to_string(),
+                    message: format!(
+                        "every training label is {only}: is the label column where the layout \
+                         says (--label-last)?"
+                    ),
+                });
+            }
+            Ok((
+                train_set,
+                read(test)?,
+                format!("{} / {}", train.display(), test.display()),
+            ))
+        }
         _ => {
             let digits = toy_digits_split(args.seed, TRAIN_SIZE, TEST_SIZE);
             Ok((
@@ -160,6 +184,12 @@ fn load_data(args: &Args) -> Result<(Dataset, Dataset, String)> {
             ))
         }
     }
+}
+
+/// The one class every sample has, if they all have the same.
+fn single_class(data: &Dataset) -> Option<u8> {
+    let first = *data.labels.first()?;
+    data.labels.iter().all(|&l| l == first).then_some(first)
 }
 
 fn json_record(
@@ -331,7 +361,20 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::{args, json_number, json_string};
+    use super::{args, json_number, json_string, single_class};
+    use teenygrad::data::toy_digits_split;
+
+    #[test]
+    fn a_single_class_is_found() {
+        let mut data = toy_digits_split(0, 30, 0).train;
+        assert_eq!(single_class(&data), None);
+        data.labels.iter_mut().for_each(|l| *l = 4);
+        assert_eq!(single_class(&data), Some(4));
+        data.labels[29] = 5;
+        assert_eq!(single_class(&data), None);
+        data.labels.clear();
+        assert_eq!(single_class(&data), None);
+    }
 
     #[test]
     fn json_strings_and_numbers_are_valid_json() {

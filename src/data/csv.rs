@@ -265,9 +265,11 @@ fn parse_text(text: &str, source_name: &str, layout: CsvLayout) -> Result<Datase
     Ok(data)
 }
 
-/// For a line without a comma that has another common separator: a note saying so.
+/// For a line without a comma that has another common separator: a note saying so. Spaces count
+/// only between fields (numpy's `savetxt` separates by one space by default).
 fn separator_hint(line: &str) -> String {
     let other = [';', '\t', '|'].into_iter().find(|&c| line.contains(c));
+    let other = other.or_else(|| line.trim().contains(' ').then_some(' '));
     match other {
         Some(c) if !line.contains(',') => {
             format!("; fields are separated by commas, and this line has {c:?} instead")
@@ -297,8 +299,15 @@ fn parse_row(line: &str, layout: CsvLayout) -> std::result::Result<(u8, [f32; FE
             false => format!("a label and {FEATURES} pixels"),
             true => format!("{FEATURES} pixels and a label"),
         };
+        let index_hint = match fields.len() == COLUMNS + 1 {
+            true => {
+                "; one too many: is the first an index column (pandas' `to_csv` writes one unless \
+                     `index=False`)?"
+            }
+            false => "",
+        };
         return Err(format!(
-            "expected {COLUMNS} columns ({order}), got {}{}",
+            "expected {COLUMNS} columns ({order}), got {}{}{index_hint}",
             fields.len(),
             separator_hint(line)
         ));
@@ -488,6 +497,16 @@ mod tests {
                 "t:2: expected 65 columns (a label and 64 pixels), got 1; fields are separated by \
                  commas, and this line has '\\t' instead",
             ),
+            // numpy's `savetxt` default: the first line is read as a header, the second says why.
+            (
+                format!(
+                    "{}\n{}\n",
+                    row("1", "0").replace(',', " "),
+                    row("2", "0").replace(',', " ")
+                ),
+                "t:2: expected 65 columns (a label and 64 pixels), got 1; fields are separated by \
+                 commas, and this line has ' ' instead",
+            ),
             // Commas present: no hint, whatever else the line holds.
             (
                 "3,0.5;0.5\n".to_string(),
@@ -496,6 +515,18 @@ mod tests {
         ] {
             assert_eq!(parse_csv(&text, "t").unwrap_err().to_string(), want);
         }
+    }
+
+    /// pandas' `to_csv` writes the row index first unless told not to: one column too many.
+    #[test]
+    fn an_index_column_is_named() {
+        let text = format!(",label{}\n0,{}\n", ",p".repeat(FEATURES), row("3", "0"));
+        let err = parse_csv(&text, "t").unwrap_err().to_string();
+        assert!(err.starts_with("t:2: expected 65 columns (a label and 64 pixels), got 66; one too many: is the first an index column"), "{err}");
+        let err = parse_csv(&format!("{},0,0\n", row("3", "0")), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("got 67"), "{err}");
     }
 
     #[test]
