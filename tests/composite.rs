@@ -642,7 +642,7 @@ fn labels_out_of_range_or_of_the_wrong_length_are_errors() {
         err,
         Error::Data {
             location: "cross_entropy: label 1".into(),
-            message: "class 4 is out of range for 4 classes".into()
+            message: "class 4 is out of range for 4 classes (labels count from 0: 0..=3)".into()
         }
     );
     assert!(cross_entropy(&logits, &Labels::new(vec![0, 1, usize::MAX], Const::<3>).unwrap()).is_err());

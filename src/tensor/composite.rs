@@ -350,7 +350,14 @@ impl<B: Dim> Labels<B> {
         if let Some((i, &label)) = self.indices.iter().enumerate().find(|&(_, &l)| l >= classes) {
             return Err(Error::Data {
                 location: format!("{op}: label {i}"),
-                message: format!("class {label} is out of range for {classes} classes"),
+                message: match classes {
+                    0 => format!("class {label} is out of range: there are no classes"),
+                    _ => format!(
+                        "class {label} is out of range for {classes} classes (labels count from 0: \
+                         0..={})",
+                        classes - 1
+                    ),
+                },
             });
         }
         Ok(())
