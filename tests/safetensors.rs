@@ -435,7 +435,8 @@ fn missing_tensor_names_what_the_file_has_instead() {
     assert_rejected(
         &file_from(&entries),
         "safetensors data: tensor 0.weight",
-        "missing from the file, which has \"model.0.weight\": to load names saved with a prefix",
+        "missing from the file, which has \"model.0.weight\": to load names saved with a prefix, \
+         read them with `nn::read_tensors`",
     );
     // Past four names, a count.
     let names: Vec<String> = (0..7).map(|i| format!("t{i}")).collect();
@@ -448,6 +449,51 @@ fn missing_tensor_names_what_the_file_has_instead() {
         "safetensors data: tensor 0.weight",
         "whose other tensors are \"t0\", \"t1\", \"t2\", \"t3\" and 3 more",
     );
+}
+
+/// A prefixed file is read whole, renamed and loaded, as the prefix error says.
+#[test]
+fn read_tensors_lists_a_file_for_renaming() {
+    let saved = seeded_mlp(6);
+    let mut entries = entries_of(&saved);
+    for (name, ..) in &mut entries {
+        name.insert_str(0, "model.");
+    }
+    entries.reverse();
+    let bytes = file_from(&entries);
+    let tensors = nn::parse_tensors(&bytes).unwrap();
+    let names: Vec<&str> = tensors.iter().map(|t| t.0.as_str()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted, "sorted by name");
+    let path = temp_path("prefixed.safetensors");
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(nn::read_tensors(&path).unwrap(), tensors);
+    std::fs::remove_file(&path).unwrap();
+    let renamed: Vec<_> = (tensors.into_iter())
+        .map(|(n, d, v)| (n.strip_prefix("model.").unwrap().to_string(), d, v))
+        .collect();
+    let mut model = seeded_mlp(7);
+    model.load_state_dict(&renamed).unwrap();
+    assert_eq!(model.state_dict(), saved.state_dict());
+    // What it cannot read is an error, never a panic: another dtype, a truncated file, a
+    // missing one.
+    let mut entries = entries_of(&saved);
+    entries[0].1 = "F64";
+    entries[0].3 = vec![0u8; entries[0].3.len() * 2];
+    let err = nn::parse_tensors(&file_from(&entries)).unwrap_err();
+    assert!(
+        err.to_string().contains("has dtype F64, but only F32 is read"),
+        "{err}"
+    );
+    for cut in [0, 7, 8, 20, bytes.len() - 1] {
+        assert!(
+            matches!(nn::parse_tensors(&bytes[..cut]), Err(Error::Data { .. })),
+            "cut at {cut}"
+        );
+    }
+    let err = nn::read_tensors(temp_path("never-written.safetensors")).unwrap_err();
+    assert!(matches!(err, Error::Io { .. }), "{err:?}");
 }
 
 #[test]

@@ -70,13 +70,13 @@ mod params_macro;
 pub(crate) mod safetensors;
 mod sequential;
 
-pub use self::safetensors::{from_bytes, load, save, to_bytes};
+pub use self::safetensors::{from_bytes, load, parse_tensors, read_tensors, save, to_bytes};
 pub use activation::{Elu, Gelu, GeluTanh, LeakyRelu, Relu, Sigmoid, Silu, Softplus, Tanh};
 pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use linear::Linear;
 pub use norm::LayerNorm;
-pub use params::{Name, Param, Params, join};
+pub use params::{Name, NamedTensor, Param, Params, join};
 
 /// A layer or model: maps a typed input to a typed output.
 #[diagnostic::on_unimplemented(

@@ -10,6 +10,9 @@ use crate::lazy::fast_hash::FastSet;
 use crate::shape::Shape;
 use crate::tensor::{GradMode, Tensor};
 
+/// A named tensor as [`Params::state_dict`] lists it: dotted name, dims, values row-major.
+pub type NamedTensor = (String, Vec<usize>, Vec<f32>);
+
 /// One parameter tensor, seen without its static shape.
 pub trait Param: internal::AsVar {
     /// The sizes of its dims.
@@ -139,7 +142,7 @@ pub trait Params {
     }
 
     /// Copies every parameter's values out, by name.
-    fn state_dict(&self) -> Vec<(String, Vec<usize>, Vec<f32>)> {
+    fn state_dict(&self) -> Vec<NamedTensor> {
         let mut out = Vec::new();
         self.visit("", &mut |name, p| {
             out.push((name.to_string(), p.dims(), p.values()))
@@ -149,7 +152,7 @@ pub trait Params {
 
     /// Loads values by name. All names and shapes are checked before anything changes: a
     /// missing, extra, repeated or misshapen entry is an error and the module is left untouched.
-    fn load_state_dict(&mut self, state: &[(String, Vec<usize>, Vec<f32>)]) -> Result<()> {
+    fn load_state_dict(&mut self, state: &[NamedTensor]) -> Result<()> {
         if let Some((i, (name, _, _))) = first_repeated(state, |(name, _, _)| name) {
             return Err(Error::Data {
                 location: name.clone(),

@@ -32,7 +32,7 @@ mod json;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use super::Params;
+use super::{NamedTensor, Params};
 use crate::error::{Error, Result};
 
 /// What `from_bytes` calls the data in its error messages.
@@ -70,6 +70,58 @@ pub fn to_bytes<M: Params + ?Sized>(model: &M) -> Result<Vec<u8>> {
 /// file. Never panics, whatever the bytes; on any error the model is unchanged.
 pub fn from_bytes<M: Params + ?Sized>(model: &mut M, bytes: &[u8]) -> Result<()> {
     decode_into(model, bytes, BYTES_SOURCE)
+}
+
+/// Every tensor of the safetensors file `path`, sorted by name, in the form
+/// [`Params::state_dict`] gives a model's: for a file whose names are not the model's as they
+/// stand (saved with a prefix, from a larger model), to rename or pick from before
+/// [`Params::load_state_dict`]. Only `F32` tensors are read.
+///
+/// # Errors
+///
+/// [`Error::Io`] if the file cannot be read; [`Error::Data`] naming the file (and the tensor) if
+/// it is not a safetensors file or holds a tensor that is not `F32`.
+///
+/// ```
+/// use teenygrad::nn::{self, Init, Linear, Params};
+/// use rand::SeedableRng;
+/// let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+/// // A layer saved inside a larger model as "net.0": its tensors are "net.0.weight", ….
+/// let saved = Linear::<3, 2>::init(&mut rng);
+/// let path = std::env::temp_dir().join(format!("teenygrad-doc-prefix-{}.safetensors", std::process::id()));
+/// nn::save(&(saved.clone(),), &path)?;
+/// let renamed: Vec<_> = nn::read_tensors(&path)?
+///     .into_iter()
+///     .map(|(name, dims, values)| (name.trim_start_matches("0.").to_string(), dims, values))
+///     .collect();
+/// let mut layer = Linear::<3, 2>::init(&mut rng);
+/// layer.load_state_dict(&renamed)?;
+/// assert_eq!(layer.state_dict(), saved.state_dict());
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), teenygrad::Error>(())
+/// ```
+pub fn read_tensors(path: impl AsRef<Path>) -> Result<Vec<NamedTensor>> {
+    let path = path.as_ref();
+    parse(&read_file(path)?, &path.display().to_string())
+}
+
+/// Every tensor of the bytes of a safetensors file, sorted by name, as [`read_tensors`] reads a
+/// file. Never panics, whatever the bytes.
+///
+/// # Errors
+///
+/// [`Error::Data`] if the bytes are not a safetensors file or hold a tensor that is not `F32`.
+pub fn parse_tensors(bytes: &[u8]) -> Result<Vec<NamedTensor>> {
+    parse(bytes, BYTES_SOURCE)
+}
+
+fn parse(bytes: &[u8], source: &str) -> Result<Vec<NamedTensor>> {
+    let (tensors, _) = tensors_from_bytes(bytes, source)?;
+    let mut out: Vec<_> = (tensors.into_iter())
+        .map(|(name, (dims, values))| (name, dims, values))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
 }
 
 /// `tensors` (name, dims, values) and string `metadata` as the bytes of a safetensors file: for
@@ -139,7 +191,7 @@ fn missing<'a>(name: &str, left: impl Iterator<Item = &'a String>) -> String {
     if let Some(prefixed) = left.iter().find(|other| other.ends_with(&suffix)) {
         return format!(
             "is missing from the file, which has {prefixed:?}: to load names saved with a \
-             prefix, rename them and use `load_state_dict`"
+             prefix, read them with `nn::read_tensors`, rename them and use `load_state_dict`"
         );
     }
     if left.is_empty() {
