@@ -646,6 +646,13 @@ fn labels_out_of_range_or_of_the_wrong_length_are_errors() {
         }
     );
     assert!(cross_entropy(&logits, &Labels::new(vec![0, 1, usize::MAX], Const::<3>).unwrap()).is_err());
+    // No classes: every label is out of range, and the message has no range to give.
+    let none = Tensor::<Rank2<1, 0>>::zeros();
+    let err = cross_entropy(&none, &Labels::new(vec![0], Const::<1>).unwrap()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cross_entropy: label 0: class 0 is out of range: there are no classes"
+    );
     // Labels::new checks the count against the batch.
     let err = Labels::new(vec![0, 1], Const::<3>).unwrap_err();
     assert_eq!(
