@@ -377,6 +377,12 @@ fn reduction_gradients() {
     gradcheck("std axes 0, 2", std::slice::from_ref(&x), |l| {
         weigh(&l.next(shape).std::<Axes2<0, 2>>())
     });
+    gradcheck("population std axis 1", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).std_with_correction::<Axis<1>>(0))
+    });
+    gradcheck("var correction 2, axes 0, 2", std::slice::from_ref(&x), |l| {
+        weigh(&l.next(shape).var_with_correction::<Axes2<0, 2>>(2))
+    });
 }
 
 /// Cross entropy has its own backward rule rather than its primitives' rules: check it through a

@@ -252,6 +252,77 @@ fn var_is_bessel_corrected() {
     assert!((shifted - 5.0 / 3.0).abs() < 1e-4, "{shifted}");
 }
 
+/// Any correction: against f64 by rows and columns, PyTorch's values and gradient for the
+/// population forms, and PyTorch's `inf`/NaN where `n <= correction`.
+#[test]
+fn var_and_std_take_any_correction() {
+    let data = random_matrix(4, 6, 3.0, 5);
+    let x = Tensor::<Rank2<4, 6>>::from_vec(data.clone(), Default::default()).unwrap();
+    let rows = rows_of(&data, 6);
+    for c in [0usize, 1, 2, 5] {
+        let var64 = |v: &[f64]| {
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (v.len() - c) as f64
+        };
+        let want: Vec<f64> = rows.iter().map(|r| var64(r)).collect();
+        // As `var_is_bessel_corrected`: a sum of ≤ 6 squares of ≤ 9, a division.
+        let bound = |w: f64| 64.0 * EPS * (w + 1.0);
+        assert_close(
+            &x.var_with_correction::<Axis<1>>(c).to_vec(),
+            &want,
+            bound,
+            "var rows",
+        );
+        let roots: Vec<f64> = want.iter().map(|v| v.sqrt()).collect();
+        assert_close(
+            &x.std_with_correction::<Axis<1>>(c).to_vec(),
+            &roots,
+            bound,
+            "std rows",
+        );
+    }
+    // Correction 1 is `var`'s and `std`'s, bit for bit.
+    assert_eq!(
+        x.var_with_correction::<Axis<0>>(1).to_vec(),
+        x.var::<Axis<0>>().to_vec()
+    );
+    assert_eq!(
+        x.std_with_correction::<Axis<0>>(1).to_vec(),
+        x.std::<Axis<0>>().to_vec()
+    );
+    // PyTorch 2.5.1: torch.tensor([1., 2., 4.]).std(correction=0) = 1.2472190856933594 (√(14/9)),
+    // gradient (x − mean)/(3·std) = [-0.35634833574295044, -0.08908706903457642,
+    // 0.44543546438217163]; var(correction=0) = 1.5555555820465088. Within 2 ulps, as `std`'s.
+    let v = Tensor::from([1.0, 2.0, 4.0]).requires_grad();
+    let var = v.var_with_correction::<Axis<0>>(0).item() as f64;
+    assert!((var - 1.5555555820465088).abs() <= 2.0 * EPS * var, "{var}");
+    let s = v.std_with_correction::<Axis<0>>(0);
+    let value = s.item() as f64;
+    assert!((value - 1.2472190856933594).abs() <= 2.0 * EPS * value, "{value}");
+    s.backward();
+    let torch = [-0.35634833574295044, -0.08908706903457642, 0.44543546438217163];
+    for (&got, want) in v.grad().unwrap().to_vec().iter().zip(torch) {
+        assert!((got as f64 - want).abs() <= 2.0 * EPS, "{got} against {want}");
+    }
+    // n <= correction: PyTorch's divisor max(0, n - c) = 0, so inf, or NaN for equal values
+    // or none; population over one value is 0.
+    let pair = Tensor::from([1.0, 2.0]);
+    assert_eq!(pair.var_with_correction::<Axis<0>>(2).item(), f32::INFINITY);
+    assert_eq!(pair.std_with_correction::<Axis<0>>(7).item(), f32::INFINITY);
+    assert!(
+        Tensor::from([3.0, 3.0])
+            .var_with_correction::<Axis<0>>(2)
+            .item()
+            .is_nan()
+    );
+    assert_eq!(Tensor::from([3.0]).var_with_correction::<Axis<0>>(0).item(), 0.0);
+    assert_eq!(Tensor::from([3.0]).std_with_correction::<Axis<0>>(0).item(), 0.0);
+    let empty = Tensor::<Rank2<2, 0>>::zeros()
+        .var_with_correction::<Axis<1>>(0)
+        .to_vec();
+    assert!(empty.iter().all(|v| v.is_nan()), "{empty:?}");
+}
+
 /// `std` is `√var`: within its rounding of f64 by rows (half an ulp for the root, half the
 /// variance's relative bound), and PyTorch's value, gradient and NaNs at the edges.
 #[test]

@@ -138,12 +138,30 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        self.var_with_correction::<Ax>(1)
+    }
+
+    /// Variance over `Ax` dividing by `n - correction`, as `torch.var(x, dim, correction=c)`:
+    /// `0` is the population variance (numpy's and scikit-learn's `StandardScaler`'s), `1`
+    /// [`var`](Self::var)'s. Where `n <= correction` the divisor is 0, as PyTorch's: `inf`, or
+    /// NaN where the values are all equal or there are none.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// let x = Tensor::from([1.0, 2.0, 3.0, 4.0]);
+    /// assert_eq!(x.var_with_correction::<Axis<0>>(0).item(), 1.25);
+    /// assert_eq!(x.var_with_correction::<Axis<0>>(4).item(), f32::INFINITY);
+    /// ```
+    #[doc(alias("unbiased", "ddof", "population"))]
+    pub fn var_with_correction<Ax: Axes>(&self, correction: usize) -> Tensor<S::Output, G>
+    where
+        S: ReduceShape<Ax>,
+    {
         let axes = Ax::indices();
         let n: usize = axes.iter().map(|&a| self.dims()[a]).product();
         let centered = centered(&self.var, &axes);
         let squares = Tensor::<S, G>::from_var(self.shape, centered.binary(BinaryOp::Mul, &centered));
-        // Over no values the sum is 0: dividing it by 0, not by -1, gives NaN, as for one value.
-        squares.sum::<Ax>() / (n as f32 - 1.0).max(0.0)
+        squares.sum::<Ax>() / n.saturating_sub(correction) as f32
     }
 
     /// Standard deviation over `Ax` with Bessel's correction, `√var`, as `torch.std` does; NaN
@@ -158,21 +176,40 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        self.std_with_correction::<Ax>(1)
+    }
+
+    /// Standard deviation over `Ax` dividing by `n - correction` under the root, as
+    /// `torch.std(x, dim, correction=c)`: `0` is the population deviation (numpy's default),
+    /// `1` [`std`](Self::std)'s. Its gradient is `(x − mean)/((n − correction)·std)`, and 0 where
+    /// the values are all the same; where `n <= correction` the value is `inf` or NaN, as
+    /// [`var_with_correction`](Self::var_with_correction)'s.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// assert_eq!(Tensor::from([1.0, 3.0]).std_with_correction::<Axis<0>>(0).item(), 1.0);
+    /// ```
+    #[doc(alias("unbiased", "ddof", "population"))]
+    pub fn std_with_correction<Ax: Axes>(&self, correction: usize) -> Tensor<S::Output, G>
+    where
+        S: ReduceShape<Ax>,
+    {
         let (axes, dims, out) = (Ax::indices(), self.dims(), self.shape.reduced());
         let n: usize = axes.iter().map(|&a| dims[a]).product();
+        // PyTorch's `max(0, n - correction)`.
+        let divisor = n.saturating_sub(correction) as f32;
         let kept = first_dims(&dims, &axes);
         // One centered node for the value and the gradient.
         let centered = centered(&Var::untracked(self.var.buf().into_owned()), &axes)
             .buf()
             .into_owned();
-        // Over no values the sum is 0: dividing it by 0, not by -1, gives NaN, as for one value.
         let std = (centered.mul(&centered).sum(&axes))
-            .div(&LazyBuffer::full(&kept, (n as f32 - 1.0).max(0.0)))
+            .div(&LazyBuffer::full(&kept, divisor))
             .unary(UnaryOp::Sqrt);
         let var = Var::record(std.reshape(&out.dims()), &[&self.var], || {
             Box::new(move |g: &LazyBuffer| {
                 let std = std.expand(&dims);
-                let slope = centered.div(&std.mul(&LazyBuffer::full(&dims, n as f32 - 1.0)));
+                let slope = centered.div(&std.mul(&LazyBuffer::full(&dims, divisor)));
                 let zero = LazyBuffer::full(&dims, 0.0);
                 let flat = std.binary(BinaryOp::CmpEq, &zero);
                 [flat.where_(&zero, &slope).mul(&g.reshape(&kept).expand(&dims))].into()
