@@ -66,6 +66,10 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 /// when the prediction is confidently right (a logit of 30 for a target of 1 costs 9.4e-14, not
 /// 0). Tracked if either side is: the logits' gradient is `(σ(x) − y)/n`, the targets' `−x/n`.
 ///
+/// The targets have the logits' shape type, as PyTorch asks the same shape: targets of one
+/// value per sample, `(usize,)`, against a layer's `(usize, Const<1>)` outputs are a type error,
+/// and `reshape_to((n, Const))` makes them a column (second example).
+///
 /// Panics if run-time dims differ, naming both shapes; see [`try_binary_cross_entropy_with_logits`].
 ///
 /// ```
@@ -73,6 +77,14 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 /// use teenygrad::tensor::binary_cross_entropy_with_logits as bce;
 /// let loss = bce(&Tensor::from([0.0, 30.0]), &Tensor::from([1.0, 1.0]));
 /// assert!((loss.item() - (2f32.ln() + 9.4e-14) / 2.0).abs() < 1e-7);
+///
+/// // A classifier with one output: [n, 1] logits, and targets read as n values.
+/// let n = 3;
+/// let logits = Tensor::from_vec(vec![2.0, -1.0, 0.5], (n, Const::<1>))?;
+/// let targets = Tensor::from_vec(vec![1.0, 0.0, 1.0], (n,))?;
+/// let loss = bce(&logits, &targets.reshape_to((n, Const::<1>)));
+/// assert!(loss.item() > 0.0);
+/// # Ok::<(), teenygrad::Error>(())
 /// ```
 #[track_caller]
 #[doc(alias("bce", "BCEWithLogitsLoss"))]
