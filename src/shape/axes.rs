@@ -18,6 +18,8 @@ use super::shapes::Shape;
 pub trait Axes {
     /// Whether no axis appears twice (a permutation's must not repeat).
     const DISTINCT: bool;
+    /// Whether the axes are strictly increasing (a reduction's must be).
+    const INCREASING: bool;
     /// The axis indices, in the order given.
     fn indices() -> Vec<usize>;
 }
@@ -26,6 +28,24 @@ pub trait Axes {
 /// caller, so a mistake is reported once, at the outermost generic call.
 pub(crate) const fn assert_distinct<Ax: Axes>() {
     const { assert!(Ax::DISTINCT, "permute axes must not repeat") }
+}
+
+/// Fails to compile (when instantiated) unless the axes of `Ax` are strictly increasing, as
+/// [`assert_distinct`] does for repeats.
+pub(crate) const fn assert_increasing<Ax: Axes>() {
+    const { assert!(Ax::INCREASING, "reduce axes must be strictly increasing") }
+}
+
+/// Whether each value in `axes` is greater than the one before.
+const fn increasing(axes: &[usize]) -> bool {
+    let mut i = 1;
+    while i < axes.len() {
+        if axes[i] <= axes[i - 1] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Whether no value in `axes` appears twice.
@@ -52,6 +72,7 @@ macro_rules! axes_type {
 
         impl<$(const $i: usize),*> Axes for $name<$($i),*> {
             const DISTINCT: bool = distinct(&[$($i),*]);
+            const INCREASING: bool = increasing(&[$($i),*]);
             fn indices() -> Vec<usize> {
                 vec![$($i),*]
             }

@@ -1,6 +1,6 @@
 //! Reductions over typed axes: which axes go away, and what `keepdim` leaves behind.
 
-use super::axes::{Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, for_each_axis};
+use super::axes::{Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, assert_increasing, for_each_axis};
 use super::dims::{Dim, One};
 use super::shapes::Shape;
 
@@ -66,11 +66,11 @@ macro_rules! reduce_axes {
             type KeepDim =
                 <<S as ReduceShape<Axis<$last>>>::KeepDim as ReduceShape<$inner>>::KeepDim;
             fn reduced(&self) -> Self::Output {
-                const { assert!($prev < $last, "reduce axes must be strictly increasing") };
+                const { assert_increasing::<$name<$($a),*>>() };
                 ReduceShape::<$inner>::reduced(&ReduceShape::<Axis<$last>>::reduced(self))
             }
             fn keepdim(&self) -> Self::KeepDim {
-                const { assert!($prev < $last, "reduce axes must be strictly increasing") };
+                const { assert_increasing::<$name<$($a),*>>() };
                 ReduceShape::<$inner>::keepdim(&ReduceShape::<Axis<$last>>::keepdim(self))
             }
         }
@@ -94,6 +94,15 @@ mod tests {
     type Out<S, A> = <S as ReduceShape<A>>::Output;
     type Keep<S, A> = <S as ReduceShape<A>>::KeepDim;
     use crate::shape::dims::Const as C;
+
+    #[test]
+    fn increasing_axes() {
+        const {
+            assert!(Axis::<3>::INCREASING && Axes3::<0, 2, 5>::INCREASING);
+            assert!(!Axes2::<1, 1>::INCREASING && !Axes2::<1, 0>::INCREASING);
+            assert!(!Axes4::<0, 1, 3, 2>::INCREASING);
+        };
+    }
 
     #[test]
     fn single_axis() {

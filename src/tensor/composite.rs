@@ -9,6 +9,7 @@ use super::{GradMode, Tensor};
 use crate::autograd::Var;
 use crate::error::{Error, Result};
 use crate::lazy::{BinaryOp, LazyBuffer, ReduceOp, UnaryOp};
+use crate::shape::axes::assert_increasing;
 use crate::shape::{Axes, Const, Dim, ReduceShape, Shape};
 
 /// `reduce(x, axes)` kept as size-1 axes and broadcast back to `x`'s shape.
@@ -74,6 +75,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         let axes = Ax::indices();
         let m = reduce_back(&self.var.detach(), ReduceOp::Max, &axes);
         // One node: from 2^18 values the scheduler computes it in both kernels that read it
@@ -99,6 +102,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         let axes = Ax::indices();
         let m = reduce_back(&self.var.detach(), ReduceOp::Max, &axes);
         // `x - m` twice, as two nodes: one shared by the sum's kernel and the result's would be
@@ -122,6 +127,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         let shape = self.shape.reduced();
         let var = logsumexp_keep(&self.var, &Ax::indices()).reshape(&shape.dims());
         Tensor::from_var(shape, var)
@@ -138,6 +145,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         self.var_with_correction::<Ax>(1)
     }
 
@@ -157,6 +166,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         let axes = Ax::indices();
         let n: usize = axes.iter().map(|&a| self.dims()[a]).product();
         let centered = centered(&self.var, &axes);
@@ -176,6 +187,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         self.std_with_correction::<Ax>(1)
     }
 
@@ -194,6 +207,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         let (axes, dims, out) = (Ax::indices(), self.dims(), self.shape.reduced());
         let n: usize = axes.iter().map(|&a| dims[a]).product();
         // PyTorch's `max(0, n - correction)`.

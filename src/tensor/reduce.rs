@@ -3,6 +3,7 @@
 
 use super::{GradMode, Tensor};
 use crate::lazy::ReduceOp;
+use crate::shape::axes::assert_increasing;
 use crate::shape::{Axes, ReduceShape, Shape};
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {
@@ -45,6 +46,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         self.reduce_to::<Ax>(ReduceOp::Sum)
     }
 
@@ -60,6 +63,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         self.reduce_keepdim::<Ax>(ReduceOp::Sum)
     }
 
@@ -83,6 +88,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         self.reduce_to::<Ax>(ReduceOp::Max)
     }
 
@@ -97,6 +104,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         self.reduce_keepdim::<Ax>(ReduceOp::Max)
     }
 
@@ -120,6 +129,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         self.reduce_to::<Ax>(ReduceOp::Min)
     }
 
@@ -133,6 +144,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         self.reduce_keepdim::<Ax>(ReduceOp::Min)
     }
 
@@ -156,6 +169,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         let count: usize = Ax::indices().iter().map(|&a| self.dims()[a]).product();
         self.sum::<Ax>() / count as f32
     }
@@ -170,6 +185,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: ReduceShape<Ax>,
     {
+        // Also checked by the shape's reduction; here the error names the caller's line.
+        const { assert_increasing::<Ax>() };
         let count: usize = Ax::indices().iter().map(|&a| self.dims()[a]).product();
         self.sum_keepdim::<Ax>() / count as f32
     }
