@@ -314,6 +314,43 @@ fn adam_state_and_step_count_are_per_parameter() {
 // ---------------------------------------------------------------------------------------------
 // What a step leaves behind
 
+/// A model with no tracked parameter (a detached twin) cannot be trained: the step says so and
+/// changes nothing. An untracked parameter beside tracked ones is frozen, as PyTorch leaves a
+/// parameter whose `requires_grad` is false; a model without parameters steps as a no-op.
+#[test]
+fn untracked_parameters_are_frozen_and_a_wholly_untracked_model_is_refused() {
+    let model = model();
+    let mut twin = model.detached();
+    let before = twin.state_dict();
+    let loss = model.forward(Tensor::<Rank2<2, 3>>::ones()).sum_all();
+    loss.backward();
+    let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Sgd::new(0.1).step(&mut twin)));
+    let message = *refused.unwrap_err().downcast::<String>().unwrap();
+    assert!(
+        message.starts_with("step: no parameter of this model is tracked (the first is `weight`)"),
+        "{message}"
+    );
+    assert!(
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Adam::new(0.1).step(&mut twin))).is_err()
+    );
+    assert_eq!(twin.state_dict(), before);
+
+    // A hand-built weight without requires_grad beside a tracked bias: only the bias moves.
+    let mut rng = StdRng::seed_from_u64(3);
+    let w = Tensor::<Rank2<3, 2>>::randn(&mut rng);
+    let b = Tensor::<Rank1<2>>::zeros().requires_grad();
+    let mut params = (w.clone(), b.clone());
+    (Tensor::<Rank2<4, 3>>::ones().matmul(&params.0) + &params.1)
+        .sum_all()
+        .backward();
+    Sgd::new(0.5).step(&mut params);
+    assert_eq!(params.0.to_vec(), w.to_vec());
+    assert_eq!(params.1.to_vec(), vec![-2.0, -2.0]);
+
+    // No parameters at all: nothing to refuse.
+    Sgd::new(0.1).step(&mut teenygrad::nn::Relu);
+}
+
 #[test]
 fn a_step_realizes_parameters_and_skips_those_without_gradients() {
     for opt in [

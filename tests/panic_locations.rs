@@ -1,5 +1,6 @@
 //! A panicking method (run-time dims that disagree, an invalid optimizer, clipping or loss
-//! setting, a second backward through a graph, an optimizer stepping another model, a batch
+//! setting, a second backward through a graph, an optimizer stepping another model or one with
+//! no tracked parameter, a batch
 //! size of 0, a sample, digit or embedding index out of range) reports the caller's line, not
 //! a line inside the library: that line is where the bug is. One test, since the panic hook it
 //! sets is global to the process.
@@ -66,6 +67,7 @@ fn panics_report_the_callers_line() {
     let (emb, ids) = (Embedding::<4, 2>::init(&mut seeded(6)), &[1, 4][..]);
     let chain = (emb.clone(), Linear::<2, 3>::init(&mut seeded(7)));
     let ab = [&a, &b];
+    let (mut frozen, mut sgd2) = (lin.detached(), Sgd::new(0.1));
     // One line each: `line!()` must be the line of the call.
     let cases: Vec<Case> = vec![
         ("add: ", line!(), Box::new(|| drop(&a + &b))),
@@ -90,6 +92,7 @@ fn panics_report_the_callers_line() {
         ("backward through a graph", line!(), Box::new(|| used.backward())),
         ("the optimizer holds", line!(), Box::new(|| sgd.step(&mut wide))),
         ("the optimizer holds", line!(), Box::new(|| adam.step(&mut wide2))),
+        ("step: no parameter", line!(), Box::new(|| sgd2.step(&mut frozen))),
         ("clip_grad", line!(), Box::new(|| _ = clip(&mut lin, -1.0))),
         ("Batch", line!(), Box::new(|| _ = Batcher::new(9, 0, keep, r))),
         ("Dataset::gather", line!(), Box::new(|| drop(data.gather(&[1])))),

@@ -1,7 +1,7 @@
 //! Adam and AdamW.
 
 use super::checkpoint::sealed::ParamState;
-use super::{Optimizer, apply_updates, check_state_lens, flush_subnormal, slot, update_split};
+use super::{Optimizer, apply_updates, check_before_step, flush_subnormal, slot, update_split};
 use crate::nn::Params;
 use crate::simd::simd_dispatch;
 
@@ -108,7 +108,7 @@ impl Optimizer for Adam {
             ..
         } = *self;
         let moments = &mut self.moments;
-        check_state_lens(model, |i| moments.get(i)?.as_ref().map(|state| state.m.len()));
+        check_before_step(model, |i| moments.get(i)?.as_ref().map(|state| state.m.len()));
         apply_updates(model, |i, p, g| {
             let Moments { step, m, v } = slot(moments, i).get_or_insert_with(|| Moments {
                 step: 0,

@@ -38,11 +38,15 @@ use crate::nn::Params;
 
 /// Updates a module's parameters from their accumulated gradients.
 pub trait Optimizer {
-    /// Applies one update to every parameter that has a gradient.
+    /// Applies one update to every parameter that has a gradient. An untracked parameter (a
+    /// tensor without `requires_grad`) never has one: it stays as it is, frozen, as PyTorch
+    /// leaves a parameter whose `requires_grad` is false.
     ///
     /// Optimizer state (momentum, moments) is kept by parameter position for the model first
     /// stepped. Panics, naming the parameter and both lengths and before changing anything, if a
     /// later model's parameter at a position has another length: use one optimizer per model.
+    /// Panics too, naming the first parameter, if the model has parameters and none is tracked
+    /// (its `detached()` twin, say): such a step could only do nothing.
     fn step<M: Params + ?Sized>(&mut self, model: &mut M);
 
     /// Clears every parameter's gradient (gradients accumulate across `backward()` calls).
@@ -107,14 +111,16 @@ pub(crate) fn update_split<const N: usize>(
 
 /// Panics, before anything changes, if the state an optimizer holds for some parameter position
 /// (`state_len(index)`, if it holds any) is not that parameter's length: an optimizer's state
-/// belongs to the model it first stepped, by parameter position. Reported at the line that called
-/// `step`, naming the parameter.
+/// belongs to the model it first stepped, by parameter position. Panics too if the model has
+/// parameters but none is tracked (a `detached()` twin, tensors made without `requires_grad`):
+/// no gradient can ever reach them, so the step could only do nothing. Reported at the line that
+/// called `step`, naming the parameter.
 #[track_caller]
-pub(crate) fn check_state_lens<M: Params + ?Sized>(
+pub(crate) fn check_before_step<M: Params + ?Sized>(
     model: &mut M,
     state_len: impl Fn(usize) -> Option<usize>,
 ) {
-    let mut mismatch = None;
+    let (mut mismatch, mut first, mut tracked) = (None, None, false);
     for_each_distinct(model, |index, name, var| {
         let len = var.buf().numel();
         if mismatch.is_none()
@@ -122,9 +128,18 @@ pub(crate) fn check_state_lens<M: Params + ?Sized>(
         {
             mismatch = Some((index, name.to_string(), held, len));
         }
+        first.get_or_insert_with(|| name.to_string());
+        tracked |= var.leaf_id().is_some();
     });
     if let Some((index, name, held, len)) = mismatch {
         state_mismatch(index, &name, held, len);
+    }
+    if let (Some(first), false) = (first, tracked) {
+        panic!(
+            "step: no parameter of this model is tracked (the first is `{first}`), so no \
+             gradient can reach them: step the model that backward() ran through, not its \
+             detached() twin, and make hand-built parameters with requires_grad()"
+        );
     }
 }
 

@@ -1,7 +1,7 @@
 //! Stochastic gradient descent with momentum, dampening, Nesterov and weight decay.
 
 use super::checkpoint::sealed::ParamState;
-use super::{Optimizer, apply_updates, check_state_lens, flush_subnormal, slot, update_split};
+use super::{Optimizer, apply_updates, check_before_step, flush_subnormal, slot, update_split};
 use crate::nn::Params;
 use crate::simd::simd_dispatch;
 
@@ -105,7 +105,7 @@ impl Optimizer for Sgd {
             ..
         } = *self;
         let buffers = &mut self.momentum_buffers;
-        check_state_lens(model, |i| buffers.get(i)?.as_ref().map(Vec::len));
+        check_before_step(model, |i| buffers.get(i)?.as_ref().map(Vec::len));
         let rule = Rule {
             lr,
             momentum,
