@@ -26,6 +26,18 @@ pub const fn assert_same_numel<Src: ConstShape, Dst: ConstShape>() {
     const { assert!(Src::NUMEL == Dst::NUMEL, "reshape must keep the element count") }
 }
 
+/// Fails to compile (when instantiated) unless `Src` and `Dst` have the same rank: a slice or a
+/// pad keeps the rank, so a target of another one is a mistake the types show.
+#[inline(always)]
+pub(crate) const fn assert_same_rank<Src: Shape, Dst: Shape>() {
+    const {
+        assert!(
+            Src::RANK == Dst::RANK,
+            "slice and pad keep the rank: the target shape needs as many dims as the source"
+        )
+    }
+}
+
 /// `Ok` if `src` and `dst` hold the same number of elements, for shapes with `usize` dims.
 ///
 /// ```

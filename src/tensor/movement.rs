@@ -4,6 +4,7 @@
 use super::{GradMode, Tensor};
 use crate::error::{Error, Result, or_panic};
 use crate::shape::axes::assert_distinct;
+use crate::shape::reshape::assert_same_rank;
 use crate::shape::runtime::{checked_numel, padded_dims};
 use crate::shape::{
     Axes, Axis, BroadcastTo, Const, ConstShape, Dim, One, PermuteShape, Shape, SqueezableDim, Squeeze,
@@ -164,7 +165,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         Ok(Tensor::from_var(dst, self.var.expand(&dims)))
     }
 
-    /// Pads axis `d` with `pads[d] = (before, after)` zeros; `Dst` must have the padded sizes.
+    /// Pads axis `d` with `pads[d] = (before, after)` zeros; `Dst` must have the padded sizes
+    /// (an `Err` if not), and the source's rank (a build error at the call if not).
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -173,12 +175,14 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// assert!(Tensor::from([1.0, 2.0]).pad::<Rank1<4>>(&[(1, 0)]).is_err());
     /// ```
     pub fn pad<Dst: ConstShape>(&self, pads: &[(usize, usize)]) -> Result<Tensor<Dst, G>> {
+        const { assert_same_rank::<S, Dst>() };
         self.pad_to(Dst::default(), pads)
     }
 
     /// [`pad`](Self::pad) to a shape with run-time dims ([`Error::ShapeOverflow`] if its element
     /// count does not fit in `usize`).
     pub fn pad_to<Dst: Shape>(&self, dst: Dst, pads: &[(usize, usize)]) -> Result<Tensor<Dst, G>> {
+        const { assert_same_rank::<S, Dst>() };
         let (src, out) = (self.dims(), dst.dims());
         let padded = padded_dims(&src, pads);
         if padded.as_ref() != Some(&out) {
@@ -201,7 +205,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         Ok(Tensor::from_var(dst, self.var.pad(pads)))
     }
 
-    /// The block starting at `starts` with the static shape `Dst` (a view).
+    /// The block starting at `starts` with the static shape `Dst` (a view): an `Err` if it does
+    /// not lie inside, and a build error at the call if `Dst` has another rank than the source.
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -211,11 +216,13 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// ```
     #[doc(alias("narrow"))]
     pub fn slice<Dst: ConstShape>(&self, starts: &[usize]) -> Result<Tensor<Dst, G>> {
+        const { assert_same_rank::<S, Dst>() };
         self.slice_to(Dst::default(), starts)
     }
 
     /// [`slice`](Self::slice) to a shape with run-time dims.
     pub fn slice_to<Dst: Shape>(&self, dst: Dst, starts: &[usize]) -> Result<Tensor<Dst, G>> {
+        const { assert_same_rank::<S, Dst>() };
         let (src, out) = (self.dims(), dst.dims());
         let fits = starts.len() == src.len()
             && out.len() == src.len()
