@@ -712,6 +712,34 @@ fn reshape_flatten_permute_transpose() {
     let mt: Tensor<(Const<4>, usize)> = m.t();
     check(&mt, &[4, 3], &permute_expected(&x[..12], &[3, 4], &[1, 0]), 0.0);
     check(&mt.t(), &[3, 4], &xf[..12], 0.0);
+    // Ranks 4 to 6: the last two axes swapped, the values of a plain-loop permutation.
+    let x720 = data(&mut rng(23), 720, -1.0, 1.0);
+    let r4 = tensor(&x720[..120], (Const::<2>, Const::<3>, Const::<4>, Const::<5>));
+    check(
+        &r4.t(),
+        &[2, 3, 5, 4],
+        &permute_expected(&x720[..120], &[2, 3, 4, 5], &[0, 1, 3, 2]),
+        0.0,
+    );
+    let r5 = tensor(
+        &x720[..240],
+        (2usize, Const::<2>, Const::<3>, Const::<4>, Const::<5>),
+    );
+    let want5 = permute_expected(&x720[..240], &[2, 2, 3, 4, 5], &[0, 1, 2, 4, 3]);
+    check(&r5.t(), &[2, 2, 3, 5, 4], &want5, 0.0);
+    let dims6 = [2, 3, 2, 5, 2, 6];
+    let r6 = tensor(
+        &x720,
+        (
+            Const::<2>, Const::<3>, Const::<2>, Const::<5>, Const::<2>, Const::<6>,
+        ),
+    );
+    check(
+        &r6.t(),
+        &[2, 3, 2, 5, 6, 2],
+        &permute_expected(&x720, &dims6, &[0, 1, 2, 3, 5, 4]),
+        0.0,
+    );
     check(
         &mt.reshape_to((12usize,)),
         &[12],

@@ -20,7 +20,7 @@ pub use broadcast::{BroadcastDim, BroadcastShape, BroadcastTo, ExpandDim};
 pub use cat::CatAlong;
 pub use dims::{Const, ConstDim, Dim, One};
 pub use matmul::MatMulShape;
-pub use permute::PermuteShape;
+pub use permute::{PermuteShape, SwapLast};
 pub use reduce::ReduceShape;
 pub use reshape::{assert_same_numel, check_reshape};
 pub use shapes::{ConstShape, Rank0, Rank1, Rank2, Rank3, Rank4, Rank5, Rank6, Shape};

@@ -52,6 +52,45 @@ permute_impl!(Axes4<I, J, K, L> for (D0, D1, D2, D3));
 permute_impl!(Axes5<I, J, K, L, M> for (D0, D1, D2, D3, D4));
 permute_impl!(Axes6<I, J, K, L, M, N> for (D0, D1, D2, D3, D4, D5));
 
+/// A shape of rank 2 or more, whose last two axes [`Tensor::t`](crate::tensor::Tensor::t)
+/// swaps: a matrix's transpose, or each matrix's in a batch (PyTorch's `x.mT`).
+///
+/// ```
+/// use teenygrad::shape::{Const, Rank4, SwapLast};
+/// let s = (7usize, Const::<3>, Const::<4>);
+/// assert_eq!(s.swapped(), (7, Const::<4>, Const::<3>));
+/// assert_eq!(Rank4::<1, 2, 3, 4>::default().swapped(), Rank4::<1, 2, 4, 3>::default());
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`t()` swaps the last two axes, and `{Self}` has fewer than two",
+    label = "no last two axes to swap",
+    note = "a vector has no transpose: `unsqueeze(Axis::<0>)` makes it a row, `unsqueeze(Axis::<1>)` a column"
+)]
+pub trait SwapLast: Shape {
+    /// The shape with its last two dims swapped.
+    type Output: Shape;
+    /// The shape with its last two dims swapped.
+    fn swapped(&self) -> Self::Output;
+}
+
+macro_rules! swap_last_impl {
+    ($($d:ident)*; $m:ident $n:ident) => {
+        impl<$($d: Dim,)* $m: Dim, $n: Dim> SwapLast for ($($d,)* $m, $n) {
+            type Output = ($($d,)* $n, $m);
+            #[allow(non_snake_case, reason = "each dim's value is named for its type")]
+            fn swapped(&self) -> Self::Output {
+                let ($($d,)* $m, $n) = *self;
+                ($($d,)* $n, $m)
+            }
+        }
+    };
+}
+swap_last_impl!(; M N);
+swap_last_impl!(D0; M N);
+swap_last_impl!(D0 D1; M N);
+swap_last_impl!(D0 D1 D2; M N);
+swap_last_impl!(D0 D1 D2 D3; M N);
+
 #[cfg(test)]
 mod tests {
     use super::*;

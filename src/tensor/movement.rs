@@ -7,7 +7,7 @@ use crate::shape::axes::assert_distinct;
 use crate::shape::reshape::assert_same_rank;
 use crate::shape::runtime::{checked_numel, padded_dims};
 use crate::shape::{
-    Axes, Axis, BroadcastTo, Const, ConstShape, Dim, One, PermuteShape, Shape, SqueezableDim, Squeeze,
+    Axes, Axis, BroadcastTo, Const, ConstShape, One, PermuteShape, Shape, SqueezableDim, Squeeze, SwapLast,
     Unsqueeze, assert_same_numel, check_reshape,
 };
 
@@ -238,33 +238,28 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         let ranges: Vec<(usize, usize)> = starts.iter().zip(&out).map(|(&s, &n)| (s, s + n)).collect();
         Ok(Tensor::from_var(dst, self.var.shrink(&ranges)))
     }
-}
 
-impl<M: Dim, N: Dim, G: GradMode> Tensor<(M, N), G> {
-    /// The transpose of a matrix (a view).
+    /// The last two axes swapped (a view): a matrix's transpose, or each matrix's in a batch of
+    /// any rank up to 6, as PyTorch's `x.mT` (`kᵀ` in attention scores `q·kᵀ`). Other pairs of
+    /// axes: [`permute`](Self::permute).
     ///
     /// ```
     /// use teenygrad::prelude::*;
     /// assert_eq!(Tensor::from([[1.0, 2.0]]).t().to_array(), [[1.0], [2.0]]);
-    /// ```
-    #[doc(alias("transpose"))]
-    pub fn t(&self) -> Tensor<(N, M), G> {
-        Tensor::from_var((self.shape.1, self.shape.0), self.var.permute(&[1, 0]))
-    }
-}
-
-impl<B: Dim, M: Dim, N: Dim, G: GradMode> Tensor<(B, M, N), G> {
-    /// The transpose of each matrix in a batch: the last two axes swapped (a view), as
-    /// PyTorch's `x.mT` (`kᵀ` in attention scores `q·kᵀ`).
-    ///
-    /// ```
-    /// use teenygrad::prelude::*;
     /// let x = Tensor::from([[[1.0, 2.0]], [[3.0, 4.0]]]);
     /// assert_eq!(x.t().to_array(), [[[1.0], [2.0]], [[3.0], [4.0]]]);
+    /// assert_eq!(Tensor::<Rank4<2, 4, 10, 8>>::zeros().t().dims(), vec![2, 4, 8, 10]);
     /// ```
     #[doc(alias("transpose", "mT"))]
-    pub fn t(&self) -> Tensor<(B, N, M), G> {
-        let (b, m, n) = self.shape;
-        Tensor::from_var((b, n, m), self.var.permute(&[0, 2, 1]))
+    // The result is a parameter fixed by the bound, not `S::Output`: so a shape without two axes
+    // fails that bound, with its readable message, rather than finding no method `t`.
+    pub fn t<Out: Shape>(&self) -> Tensor<Out, G>
+    where
+        S: SwapLast<Output = Out>,
+    {
+        let rank = S::RANK;
+        let mut axes: Vec<usize> = (0..rank).collect();
+        axes.swap(rank - 2, rank - 1);
+        Tensor::from_var(self.shape.swapped(), self.var.permute(&axes))
     }
 }
