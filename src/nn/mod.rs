@@ -81,9 +81,9 @@ pub use params::{Name, NamedTensor, Param, Params, join};
 /// A layer or model: maps a typed input to a typed output.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot take `{X}` as its input",
-    label = "the input's shape or grad mode does not fit this module",
+    label = "the input's shape or grad mode does not fit this module, or it is a reference",
     note = "a `Linear<I, O>` takes a tensor of rank 1 to 3 whose last dim is `Const<I>` and gives one whose last dim is `Const<O>`; a `LayerNorm<N>` takes and gives one whose last dim is `Const<N>`; an `Embedding<V, D>` takes indices: `&[usize; N]`, `&[[usize; T]; B]`, `&[usize]` or `&Vec<usize>`",
-    note = "in a tuple of modules, each module's output is the next one's input",
+    note = "in a tuple of modules, each module's output is the next one's input; an array or `Vec` of one module type applies it repeatedly, so each must give back what it takes (`[Linear<N, N>; K]`)",
     note = "a run-time (`usize`) last dim, as `cat` gives, does not fit a layer's static width: `cat_in(.., Const::<N>)` or `reshape_to` names it",
     note = "a module takes its input by value (a `Tensor`, not `&Tensor`); in code generic over a grad mode `G`, bound it as the `nn` docs' residual block does (`G: Join<Tracked, Out = Tracked>`)"
 )]

@@ -127,7 +127,8 @@ pub trait BroadcastShape<Rhs: Shape>: Shape {
 #[diagnostic::on_unimplemented(
     message = "shape `{Self}` cannot be broadcast to `{Dst}`",
     label = "does not expand to the target shape",
-    note = "align trailing dims: each dim must equal the target's or be `One`; only leading dims may be missing"
+    note = "align trailing dims: each dim must equal the target's or be `One`; only leading dims may be missing",
+    note = "`Const<1>` is an exact size and does not stretch (`One` does): a column from `Tensor::from([[1.0], [2.0]])` is `(Const<2>, Const<1>)`, and `.reshape::<(Const<2>, One)>()` makes it stretch"
 )]
 pub trait BroadcastTo<Dst: Shape>: Shape {
     /// `Ok` if the sizes agree, or [`Error::ShapeMismatch`] if a `usize` dim differs.

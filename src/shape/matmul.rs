@@ -20,8 +20,9 @@ use crate::error::{Error, Result};
 /// ```
 #[diagnostic::on_unimplemented(
     message = "cannot matmul `{Self}` by `{Rhs}`",
-    label = "the inner dims differ, or no matmul rule takes these ranks",
-    note = "matmul needs (M, K) x (K, N) -> (M, N) with the same K on both sides; batched: (B, M, K) x (B, K, N) or (K, N), (B1, B2, M, K) x (B1, B2, K, N); vectors: (K,) x (K, N), (M, K) x (K,)"
+    label = "the inner or batch dims differ (in size, or one `usize` and one `Const`), or no matmul rule takes these ranks",
+    note = "matmul needs (M, K) x (K, N) -> (M, N) with the same K on both sides; batched: (B, M, K) x (B, K, N) or (K, N), (B1, B2, M, K) x (B1, B2, K, N); vectors: (K,) x (K, N), (M, K) x (K,)",
+    note = "a run-time `usize` dim pairs only with `usize`: `reshape_to` gives the other operand the same kind of dim"
 )]
 pub trait MatMulShape<Rhs: Shape>: Shape {
     /// The product's shape.
