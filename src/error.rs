@@ -10,7 +10,11 @@ use std::fmt;
 /// that no data can cause (an optimizer stepping another model than its first, a second
 /// `backward` through one graph, a negative `clip_grad_norm` bound) panics with no twin, before
 /// anything changes.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// Its `Debug` form is the variant's name and the `Display` sentence (`ShapeMismatch: add:
+/// shapes [8, 4] and [5, 4] are incompatible (…)`), since that is what `unwrap()` and a `main`
+/// returning `Result` print; the fields are public for matching.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
     /// A flat buffer's length does not match the element count of the shape it should fill.
@@ -149,6 +153,25 @@ impl fmt::Display for Error {
     }
 }
 
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let variant = match self {
+            Error::LengthMismatch { .. } => "LengthMismatch",
+            Error::ShapeMismatch { .. } => "ShapeMismatch",
+            Error::AxisOutOfRange { .. } => "AxisOutOfRange",
+            Error::InvalidAxes { .. } => "InvalidAxes",
+            Error::OutOfBounds { .. } => "OutOfBounds",
+            Error::IndexOutOfRange { .. } => "IndexOutOfRange",
+            Error::InvalidArgument { .. } => "InvalidArgument",
+            Error::EmptyInput { .. } => "EmptyInput",
+            Error::ShapeOverflow { .. } => "ShapeOverflow",
+            Error::Data { .. } => "Data",
+            Error::Io { .. } => "Io",
+        };
+        write!(f, "{variant}: {self}")
+    }
+}
+
 impl std::error::Error for Error {}
 
 impl Error {
@@ -194,3 +217,31 @@ pub(crate) fn or_panic_in<T>(method: &str, result: Result<T>) -> T {
 
 /// The crate's `Result`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    /// `unwrap()` prints the sentence, after the variant's name.
+    #[test]
+    fn debug_is_the_variant_and_the_sentence() {
+        let err = Error::ShapeMismatch {
+            op: "add",
+            lhs: vec![8, 4],
+            rhs: vec![5, 4],
+            rule: "numpy broadcasting",
+        };
+        assert_eq!(
+            format!("{err:?}"),
+            "ShapeMismatch: add: shapes [8, 4] and [5, 4] are incompatible (numpy broadcasting)"
+        );
+        let err = Error::EmptyInput { op: "stack" };
+        assert_eq!(format!("{err:#?}"), format!("EmptyInput: {err}"));
+        let panicked = std::panic::catch_unwind(|| Err::<(), _>(err.clone()).unwrap());
+        let message = *panicked.unwrap_err().downcast::<String>().unwrap();
+        assert!(
+            message.ends_with("EmptyInput: stack: needs at least one tensor, got none"),
+            "{message}"
+        );
+    }
+}

@@ -712,7 +712,7 @@ fn labels_out_of_range_or_of_the_wrong_length_are_errors() {
     assert_eq!(
         err,
         Error::Data {
-            location: "cross_entropy: label 1".into(),
+            location: "cross_entropy: labels[1]".into(),
             message: "class 4 is out of range for 4 classes (labels count from 0: 0..=3)".into()
         }
     );
@@ -722,7 +722,7 @@ fn labels_out_of_range_or_of_the_wrong_length_are_errors() {
     let err = cross_entropy(&none, &Labels::new(vec![0], Const::<1>).unwrap()).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "cross_entropy: label 0: class 0 is out of range: there are no classes"
+        "cross_entropy: labels[0]: class 0 is out of range: there are no classes"
     );
     // Labels::new checks the count against the batch.
     let err = Labels::new(vec![0, 1], Const::<3>).unwrap_err();

@@ -257,7 +257,7 @@ fn gather_columns_picks_each_rows_label_and_sends_the_gradient_back_there() {
         .unwrap_err();
     assert_eq!(
         e.to_string(),
-        "gather_columns: label 1: class 3 is out of range for 3 classes (labels count from 0: 0..=2)"
+        "gather_columns: labels[1]: class 3 is out of range for 3 classes (labels count from 0: 0..=2)"
     );
     let runtime = Tensor::<(usize, Const<3>)>::zeros_in((2, Const));
     assert!(runtime.gather_columns(&Labels::from_vec(vec![0])).is_err());

@@ -401,7 +401,7 @@ impl<B: Dim> Labels<B> {
         let classes = dims[1];
         if let Some((i, &label)) = self.indices.iter().enumerate().find(|&(_, &l)| l >= classes) {
             return Err(Error::Data {
-                location: format!("{op}: label {i}"),
+                location: format!("{op}: labels[{i}]"),
                 message: match classes {
                     0 => format!("class {label} is out of range: there are no classes"),
                     _ => format!(
