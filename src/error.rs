@@ -237,7 +237,8 @@ mod tests {
         );
         let err = Error::EmptyInput { op: "stack" };
         assert_eq!(format!("{err:#?}"), format!("EmptyInput: {err}"));
-        let panicked = std::panic::catch_unwind(|| Err::<(), _>(err.clone()).unwrap());
+        let result: Result<(), Error> = std::hint::black_box(Err(err.clone()));
+        let panicked = std::panic::catch_unwind(|| result.unwrap());
         let message = *panicked.unwrap_err().downcast::<String>().unwrap();
         assert!(
             message.ends_with("EmptyInput: stack: needs at least one tensor, got none"),
