@@ -326,7 +326,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 }
 
 /// Class indices for a batch of `B` samples: the targets of [`cross_entropy`]. The batch size is a
-/// type, so logits and labels of different static batch sizes do not compile.
+/// type, so logits and labels of different static batch sizes do not compile; labels whose batch
+/// type is not the logits' (`Labels<Const<8>>` for `(usize, Const<C>)` logits, say) are a type
+/// error too, and [`Labels::for_rows`] makes labels of the logits' own batch type.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Labels<B: Dim> {
     pub(super) batch: B,

@@ -26,6 +26,9 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// assert_eq!(t.dims(), vec![2, 3]);
     /// let err = Tensor::from_vec(vec![1.0; 5], (2usize, Const::<3>)).unwrap_err();
     /// assert_eq!(err.to_string(), "a buffer of length 5 cannot fill shape [2, 3], which holds 6 elements");
+    /// // A static shape is a value too: its `Default`.
+    /// let s = Tensor::<Rank2<2, 3>>::from_vec(vec![0.5; 6], Default::default()).unwrap();
+    /// assert_eq!(s.to_array(), [[0.5; 3]; 2]);
     /// ```
     pub fn from_vec(data: Vec<f32>, shape: S) -> Result<Self> {
         Ok(Self::from_lazy(shape, LazyBuffer::from_vec(data, &shape.dims())?))

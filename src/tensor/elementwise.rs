@@ -261,7 +261,8 @@ broadcast_methods! {
     /// `self ^ rhs` elementwise, within 0.5001 ulp of the exact power (computed in f64 and rounded
     /// once), with C99's special values (those of libm's `powf`): `x^0 = 1` and `1^y = 1` even
     /// for a quiet NaN, a negative base gives NaN unless the exponent is an integer, whose parity
-    /// gives the sign, and `0^-1 = ∞`.
+    /// gives the sign, and `0^-1 = ∞`. For a scalar exponent, [`powf`](Tensor::powf) (or
+    /// [`square`](Tensor::square)).
     ///
     /// ```
     /// # use teenygrad::prelude::*;

@@ -176,7 +176,9 @@ impl<S: Shape> Tensor<S, NoGrad> {
 
 impl<S: Shape> Tensor<S, Tracked> {
     /// The gradient accumulated by `backward()` calls since the last [`zero_grad`](Self::zero_grad),
-    /// or `None` if none reached this tensor. Only leaves (made by `requires_grad`) accumulate.
+    /// or `None` if none reached this tensor: before the first `backward()`, after `zero_grad`,
+    /// when the loss does not depend on it, and always for a tensor that is not a leaf. Only
+    /// leaves (made by `requires_grad`) accumulate.
     pub fn grad(&self) -> Option<Tensor<S>> {
         self.var
             .grad()
