@@ -46,3 +46,28 @@ macro_rules! cat_along {
     };
 }
 for_each_axis!(cat_along);
+
+/// Shapes that join along axis `I`: `Self` and `S2` both have the axis, the same rank, and the
+/// same dims on every other axis (their [`CatAlong::OtherDims`] are one type). The bound of
+/// [`Tensor::cat`](crate::tensor::Tensor::cat), named so a mismatch is reported in these words.
+///
+/// ```
+/// use teenygrad::shape::{CatWith, Const, Rank2};
+/// fn joins<A: CatWith<B, 1>, B: teenygrad::shape::Shape>() {}
+/// joins::<Rank2<2, 3>, (Const<2>, usize)>();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "cannot cat `{S2}` onto `{Self}` along axis {I}",
+    label = "both need axis {I}, the same rank, and the same dims on every other axis",
+    note = "to append one row to a matrix, give it the matrix's rank first: `row.unsqueeze(Axis::<0>)`",
+    note = "a run-time `usize` dim pairs only with `usize` off the joined axis (`reshape_to` gives a tensor one)"
+)]
+pub trait CatWith<S2: Shape, const I: usize>: CatAlong<I> {}
+
+#[diagnostic::do_not_recommend]
+impl<S, S2, const I: usize> CatWith<S2, I> for S
+where
+    S: CatAlong<I>,
+    S2: CatAlong<I, OtherDims = S::OtherDims>,
+{
+}

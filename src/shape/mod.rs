@@ -17,7 +17,7 @@ pub mod squeeze;
 
 pub use axes::{Axes, Axes2, Axes3, Axes4, Axes5, Axes6, Axis, HasAxis};
 pub use broadcast::{BroadcastDim, BroadcastShape, BroadcastTo, ExpandDim};
-pub use cat::CatAlong;
+pub use cat::{CatAlong, CatWith};
 pub use dims::{Const, ConstDim, Dim, One};
 pub use matmul::MatMulShape;
 pub use permute::{PermuteShape, SwapLast};

@@ -6,7 +6,7 @@ use super::{GradMode, Join, Tensor};
 use crate::autograd::Var;
 use crate::error::{Error, Result, or_panic};
 use crate::lazy::LazyBuffer;
-use crate::shape::{Axis, CatAlong, Dim, Shape, Unsqueeze};
+use crate::shape::{Axis, CatWith, Dim, Shape, Unsqueeze};
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// `self` then `other` along `axis` (an [`Axis<I>`](crate::shape::Axis) value), as
@@ -34,8 +34,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         axis: Axis<I>,
     ) -> Tensor<S::Joined<usize>, G::Out>
     where
-        S: CatAlong<I>,
-        S2: CatAlong<I, OtherDims = S::OtherDims>,
+        S: CatWith<S2, I>,
+        S2: Shape,
         G: Join<G2>,
     {
         or_panic(self.try_cat(other, axis))
@@ -49,8 +49,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         axis: Axis<I>,
     ) -> Result<Tensor<S::Joined<usize>, G::Out>>
     where
-        S: CatAlong<I>,
-        S2: CatAlong<I, OtherDims = S::OtherDims>,
+        S: CatWith<S2, I>,
+        S2: Shape,
         G: Join<G2>,
     {
         let (a, b) = (self.dims()[I], other.dims()[I]);
@@ -79,8 +79,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         n: N,
     ) -> Tensor<S::Joined<N>, G::Out>
     where
-        S: CatAlong<I>,
-        S2: CatAlong<I, OtherDims = S::OtherDims>,
+        S: CatWith<S2, I>,
+        S2: Shape,
         G: Join<G2>,
     {
         or_panic(self.try_cat_in(other, axis, n))
@@ -96,8 +96,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         n: N,
     ) -> Result<Tensor<S::Joined<N>, G::Out>>
     where
-        S: CatAlong<I>,
-        S2: CatAlong<I, OtherDims = S::OtherDims>,
+        S: CatWith<S2, I>,
+        S2: Shape,
         G: Join<G2>,
     {
         let axis = I;
