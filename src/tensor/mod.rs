@@ -167,24 +167,33 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 }
 
-impl<S: Shape> Tensor<S, NoGrad> {
-    /// A leaf that records operations and accumulates gradients (a parameter).
-    pub fn requires_grad(self) -> Tensor<S, Tracked> {
+// Bounds rather than impls on one grad mode: called on the other mode, each says why instead of
+// finding no method (and suggesting a similar name).
+impl<S: Shape, G: GradMode> Tensor<S, G> {
+    /// A leaf that records operations and accumulates gradients (a parameter). Only for an
+    /// untracked tensor: a tracked one already receives gradients through `backward()`.
+    pub fn requires_grad(self) -> Tensor<S, Tracked>
+    where
+        G: IsUntracked,
+    {
         Tensor::from_var(self.shape, Var::leaf(self.var.buf().into_owned()))
     }
-}
 
-impl<S: Shape> Tensor<S, Tracked> {
     /// The gradient accumulated by `backward()` calls since the last [`zero_grad`](Self::zero_grad),
     /// or `None` if none reached this tensor: before the first `backward()`, after `zero_grad`,
     /// when the loss does not depend on it, and always for a tensor that is not a leaf. Only
-    /// leaves (made by `requires_grad`) accumulate.
-    pub fn grad(&self) -> Option<Tensor<S>> {
+    /// leaves (made by `requires_grad`) accumulate; an untracked tensor has no `grad()`.
+    pub fn grad(&self) -> Option<Tensor<S>>
+    where
+        G: HasGrad,
+    {
         self.var
             .grad()
             .map(|g| Tensor::from_var(self.shape, crate::autograd::Var::untracked(g)))
     }
+}
 
+impl<S: Shape> Tensor<S, Tracked> {
     /// Clears the accumulated gradient.
     pub fn zero_grad(&self) {
         self.var.zero_grad();
@@ -213,6 +222,24 @@ impl ScalarShape for () {}
 )]
 pub trait IsTracked: GradMode {}
 impl IsTracked for Tracked {}
+
+/// The gradient modes that have a [`Tensor::grad`]: only [`Tracked`].
+#[diagnostic::on_unimplemented(
+    message = "only a tracked tensor has `grad()`, and this one is `{Self}`",
+    label = "records no operations, so no gradient reaches it",
+    note = "make it a leaf with `.requires_grad()` before the forward pass that uses it"
+)]
+pub trait HasGrad: GradMode {}
+impl HasGrad for Tracked {}
+
+/// The gradient modes [`Tensor::requires_grad`] starts from: only [`NoGrad`].
+#[diagnostic::on_unimplemented(
+    message = "`requires_grad()` makes a leaf of an untracked tensor, and this one is already `{Self}`",
+    label = "already tracked",
+    note = "a tracked result receives its gradient through `backward()`; `.detach().requires_grad()` makes a new leaf of its values"
+)]
+pub trait IsUntracked: GradMode {}
+impl IsUntracked for NoGrad {}
 
 impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// Backpropagates from this scalar: adds d(self)/d(leaf) into every leaf's `grad()`.
