@@ -120,7 +120,7 @@ pub(crate) fn check_before_step<M: Params + ?Sized>(
     model: &mut M,
     state_len: impl Fn(usize) -> Option<usize>,
 ) {
-    let (mut mismatch, mut first, mut tracked) = (None, None, false);
+    let (mut mismatch, mut any, mut tracked) = (None, false, false);
     for_each_distinct(model, |index, name, var| {
         let len = var.buf().numel();
         if mismatch.is_none()
@@ -128,13 +128,19 @@ pub(crate) fn check_before_step<M: Params + ?Sized>(
         {
             mismatch = Some((index, name.to_string(), held, len));
         }
-        first.get_or_insert_with(|| name.to_string());
+        any = true;
         tracked |= var.leaf_id().is_some();
     });
     if let Some((index, name, held, len)) = mismatch {
         state_mismatch(index, &name, held, len);
     }
-    if let (Some(first), false) = (first, tracked) {
+    if any && !tracked {
+        // Named only here: the walk above runs every step, and names are built strings.
+        let mut first = None;
+        model.visit("", &mut |name, _| {
+            _ = first.get_or_insert_with(|| name.to_string())
+        });
+        let first = first.unwrap_or_default();
         panic!(
             "step: no parameter of this model is tracked (the first is `{first}`), so no \
              gradient can reach them: step the model that backward() ran through, not its \

@@ -257,9 +257,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         S: SwapLast<Output = Out>,
     {
-        let rank = S::RANK;
-        let mut axes: Vec<usize> = (0..rank).collect();
+        // On the stack: a layer's forward takes its weight's transpose every step.
+        let (mut axes, rank) = ([0, 1, 2, 3, 4, 5], S::RANK);
         axes.swap(rank - 2, rank - 1);
-        Tensor::from_var(self.shape.swapped(), self.var.permute(&axes))
+        Tensor::from_var(self.shape.swapped(), self.var.permute(&axes[..rank]))
     }
 }
