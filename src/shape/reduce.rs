@@ -52,9 +52,9 @@ macro_rules! reduce_axis {
 for_each_axis!(reduce_axis);
 
 // Several axes: drop the last (highest) axis first so the lower indices still point at the same
-// dims, then reduce the rest. Each level asserts its last two axes are increasing.
+// dims, then reduce the rest. Each level asserts its list of axes is increasing.
 macro_rules! reduce_axes {
-    ($name:ident<$($a:ident),*> = $inner:ty, then $prev:ident < $last:ident) => {
+    ($name:ident<$($a:ident),*> = $inner:ty, last $last:ident) => {
         #[diagnostic::do_not_recommend]
         impl<S, $(const $a: usize),*> ReduceShape<$name<$($a),*>> for S
         where
@@ -76,11 +76,11 @@ macro_rules! reduce_axes {
         }
     };
 }
-reduce_axes!(Axes2<I, J> = Axis<I>, then I < J);
-reduce_axes!(Axes3<I, J, K> = Axes2<I, J>, then J < K);
-reduce_axes!(Axes4<I, J, K, L> = Axes3<I, J, K>, then K < L);
-reduce_axes!(Axes5<I, J, K, L, M> = Axes4<I, J, K, L>, then L < M);
-reduce_axes!(Axes6<I, J, K, L, M, N> = Axes5<I, J, K, L, M>, then M < N);
+reduce_axes!(Axes2<I, J> = Axis<I>, last J);
+reduce_axes!(Axes3<I, J, K> = Axes2<I, J>, last K);
+reduce_axes!(Axes4<I, J, K, L> = Axes3<I, J, K>, last L);
+reduce_axes!(Axes5<I, J, K, L, M> = Axes4<I, J, K, L>, last M);
+reduce_axes!(Axes6<I, J, K, L, M, N> = Axes5<I, J, K, L, M>, last N);
 
 #[cfg(test)]
 mod tests {
