@@ -3,10 +3,9 @@
 //! The layout is `label,p0,p1,…,p63`: the label an integer in `0..=9`, the pixels row-major
 //! numbers in `[0, 1]`, separated by commas (spaces around a field are ignored). Other layouts of
 //! 8×8 digits, such as UCI's `optdigits` files (64 counts in `0..=16`, then the label), are read
-//! with a [`CsvLayout`] ([`read_csv_with`]). The first line may
-//! be a header: it is one when none of its fields is a number (so a first data row with a bad
-//! label is an error, not a header skipped). Blank lines at the end, `\r\n` line ends and a UTF-8
-//! byte-order mark are accepted.
+//! with a [`CsvLayout`] ([`read_csv_with`]). The first line may be a header: it is one when none
+//! of its fields is a number (so a first data row with a bad label is an error, not a header
+//! skipped). Blank lines at the end, `\r\n` line ends and a UTF-8 byte-order mark are accepted.
 //!
 //! Bad input is rejected whole, with an [`Error::Data`] whose `location` is `file:line` and whose
 //! message says what was wrong; nothing is half-loaded. No input makes these functions panic.
