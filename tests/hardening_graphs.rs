@@ -519,7 +519,7 @@ impl Builder {
 
     fn reduce(&mut self, x: &T2, c: &mut Choices) -> T2 {
         let (m, n) = dims2(x);
-        match c.pick(11) {
+        match c.pick(13) {
             0 => x.sum_keepdim::<Axis<0>>().reshape_to((1usize, n)),
             1 => {
                 let mx = x.max_keepdim::<Axis<1>>();
@@ -533,6 +533,8 @@ impl Builder {
             6 => x.sum_all().reshape_to((1usize, 1usize)),
             7 => x.max_all().broadcast_to((m, n)) + x,
             8 => x.sum::<Axis<0>>().reshape_to((n, 1usize)),
+            10 => x.var_with_correction::<Axis<1>>(0).reshape_to((m, 1usize)),
+            11 => x.std_with_correction::<Axis<0>>(0).reshape_to((1usize, n)),
             _ => x.mean_all().reshape_to((1usize, 1usize)),
         }
     }
