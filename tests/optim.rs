@@ -316,7 +316,8 @@ fn adam_state_and_step_count_are_per_parameter() {
 
 /// A model with no tracked parameter (a detached twin) cannot be trained: the step says so and
 /// changes nothing. An untracked parameter beside tracked ones is frozen, as PyTorch leaves a
-/// parameter whose `requires_grad` is false; a model without parameters steps as a no-op.
+/// parameter whose `requires_grad` is false; a model without parameters steps as a no-op; a
+/// parameter computed from a leaf is refused, as PyTorch refuses a non-leaf.
 #[test]
 fn untracked_parameters_are_frozen_and_a_wholly_untracked_model_is_refused() {
     let model = model();
@@ -349,6 +350,21 @@ fn untracked_parameters_are_frozen_and_a_wholly_untracked_model_is_refused() {
 
     // No parameters at all: nothing to refuse.
     Sgd::new(0.1).step(&mut teenygrad::nn::Relu);
+
+    // A parameter computed from a leaf keeps no gradient: refused by name, even beside a leaf.
+    let scaled = Tensor::<Rank2<3, 2>>::randn(&mut rng).requires_grad() * 0.1;
+    let mut params = (scaled, b.clone());
+    (Tensor::<Rank2<4, 3>>::ones().matmul(&params.0) + &params.1)
+        .sum_all()
+        .backward();
+    let bias_before = params.1.to_vec();
+    let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Sgd::new(0.1).step(&mut params)));
+    let message = *refused.unwrap_err().downcast::<String>().unwrap();
+    assert!(
+        message.starts_with("step: parameter `0` is tracked but not a leaf"),
+        "{message}"
+    );
+    assert_eq!(params.1.to_vec(), bias_before, "nothing changes before the panic");
 }
 
 #[test]

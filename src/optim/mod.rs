@@ -45,8 +45,10 @@ pub trait Optimizer {
     /// Optimizer state (momentum, moments) is kept by parameter position for the model first
     /// stepped. Panics, naming the parameter and both lengths and before changing anything, if a
     /// later model's parameter at a position has another length: use one optimizer per model.
-    /// Panics too, naming the first parameter, if the model has parameters and none is tracked
-    /// (its `detached()` twin, say): such a step could only do nothing.
+    /// Panics too, naming the parameter, if one is tracked but not a leaf (`randn(..)
+    /// .requires_grad() * 0.1` is computed from a leaf and keeps no gradient, as PyTorch refuses
+    /// it), or if the model has parameters and none is tracked (its `detached()` twin, say):
+    /// such a step could never change them.
     fn step<M: Params + ?Sized>(&mut self, model: &mut M);
 
     /// Clears every parameter's gradient (gradients accumulate across `backward()` calls).
@@ -111,16 +113,17 @@ pub(crate) fn update_split<const N: usize>(
 
 /// Panics, before anything changes, if the state an optimizer holds for some parameter position
 /// (`state_len(index)`, if it holds any) is not that parameter's length: an optimizer's state
-/// belongs to the model it first stepped, by parameter position. Panics too if the model has
-/// parameters but none is tracked (a `detached()` twin, tensors made without `requires_grad`):
-/// no gradient can ever reach them, so the step could only do nothing. Reported at the line that
+/// belongs to the model it first stepped, by parameter position. Panics too if a parameter is
+/// tracked but not a leaf (computed from one), or if the model has parameters but none is
+/// tracked (a `detached()` twin, tensors made without `requires_grad`): no gradient is ever
+/// kept for them, so the step could only leave them as they are. Reported at the line that
 /// called `step`, naming the parameter.
 #[track_caller]
 pub(crate) fn check_before_step<M: Params + ?Sized>(
     model: &mut M,
     state_len: impl Fn(usize) -> Option<usize>,
 ) {
-    let (mut mismatch, mut any, mut tracked) = (None, false, false);
+    let (mut mismatch, mut any, mut tracked, mut computed) = (None, false, false, None);
     for_each_distinct(model, |index, name, var| {
         let len = var.buf().numel();
         if mismatch.is_none()
@@ -129,10 +132,22 @@ pub(crate) fn check_before_step<M: Params + ?Sized>(
             mismatch = Some((index, name.to_string(), held, len));
         }
         any = true;
-        tracked |= var.leaf_id().is_some();
+        let leaf = var.leaf_id().is_some();
+        tracked |= leaf;
+        if !leaf && var.node.is_some() && computed.is_none() {
+            computed = Some(name.to_string());
+        }
     });
     if let Some((index, name, held, len)) = mismatch {
         state_mismatch(index, &name, held, len);
+    }
+    if let Some(name) = computed {
+        panic!(
+            "step: parameter `{name}` is tracked but not a leaf: it was computed from one (as \
+             `randn(..).requires_grad() * 0.1` is), so no gradient is kept for it and a step \
+             could never change it; compute its value first, then call requires_grad() \
+             (PyTorch refuses such a parameter too)"
+        );
     }
     if any && !tracked {
         // Named only here: the walk above runs every step, and names are built strings.
