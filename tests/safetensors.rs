@@ -486,6 +486,18 @@ fn read_tensors_lists_a_file_for_renaming() {
         err.to_string().contains("has dtype F64, but only F32 is read"),
         "{err}"
     );
+    // Of several tensors in error, the first by name, every time (not the hash map's pick).
+    let two = file_of(&[
+        ("b", "I64", vec![1], vec![0; 8]),
+        ("a", "I64", vec![1], vec![0; 8]),
+    ]);
+    for _ in 0..16 {
+        let err = nn::parse_tensors(&two).unwrap_err().to_string();
+        assert!(
+            err.starts_with("safetensors data: tensor a: has dtype I64"),
+            "{err}"
+        );
+    }
     for cut in [0, 7, 8, 20, bytes.len() - 1] {
         assert!(
             matches!(nn::parse_tensors(&bytes[..cut]), Err(Error::Data { .. })),

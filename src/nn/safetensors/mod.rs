@@ -75,7 +75,9 @@ pub fn from_bytes<M: Params + ?Sized>(model: &mut M, bytes: &[u8]) -> Result<()>
 /// Every tensor of the safetensors file `path`, sorted by name, in the form
 /// [`Params::state_dict`] gives a model's: for a file whose names are not the model's as they
 /// stand (saved with a prefix, from a larger model), to rename or pick from before
-/// [`Params::load_state_dict`]. Only `F32` tensors are read.
+/// [`Params::load_state_dict`]. Every tensor must be `F32`: a file holding any other dtype (a
+/// PyTorch `BatchNorm`'s `I64` `num_batches_tracked`, an `F16` checkpoint) is an error as a
+/// whole, naming the first such tensor by name.
 ///
 /// # Errors
 ///
@@ -138,7 +140,10 @@ pub(crate) fn tensors_to_bytes(
 pub(crate) fn tensors_from_bytes(bytes: &[u8], source: &str) -> Result<(Tensors, BTreeMap<String, String>)> {
     let file = format::read(bytes).map_err(|message| file_error(source, message))?;
     let mut tensors = HashMap::with_capacity(file.tensors.len());
-    for (name, entry) in file.tensors {
+    // By name, so that of several tensors in error the same one is named every time.
+    let mut entries: Vec<_> = file.tensors.into_iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    for (name, entry) in entries {
         if entry.dtype != "F32" {
             return Err(tensor_error(
                 source,
