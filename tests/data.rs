@@ -348,7 +348,14 @@ fn csv_blank_line_in_the_middle() {
     let text = format!("{}\n\n{}\n", row("1", "0"), row("2", "0"));
     let (location, message) = data_error(parse_csv(&text, "gap.csv"));
     assert_eq!(location, "gap.csv:2");
-    assert!(message.contains("blank line"), "{message}");
+    assert!(
+        message.starts_with("blank line in the middle of the data"),
+        "{message}"
+    );
+    // Before any data, it is said so.
+    let (location, message) = data_error(parse_csv(&format!("\n{}\n", row("1", "0")), "lead.csv"));
+    assert_eq!(location, "lead.csv:1");
+    assert!(message.starts_with("blank line before the data"), "{message}");
 }
 
 #[test]
@@ -381,6 +388,9 @@ fn csv_write_rejects_what_it_could_not_read_back() {
         labels: vec![1],
     };
     assert!(matches!(write_csv(&path, &mismatched), Err(Error::Data { .. })));
+    // Empty: a header alone, which read_csv would reject.
+    let err = write_csv(&path, &Dataset::default()).unwrap_err();
+    assert!(err.to_string().contains("cannot write an empty dataset"), "{err}");
     assert!(!path.exists(), "nothing is written for an invalid dataset");
 }
 

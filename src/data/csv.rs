@@ -176,10 +176,8 @@ fn parse_bytes(bytes: &[u8], source_name: &str, layout: CsvLayout) -> Result<Dat
     }
 }
 
-/// Parses a dataset from CSV text in [`read_csv`]'s layout; `source_name` is used in error
-/// locations.
-///
-/// `source_name` names the input in error locations (`source_name:line`).
+/// Parses a dataset from CSV text in [`read_csv`]'s layout; `source_name` names the input in
+/// error locations (`source_name:line`).
 ///
 /// # Errors
 ///
@@ -234,9 +232,13 @@ fn parse_text(text: &str, source_name: &str, layout: CsvLayout) -> Result<Datase
             continue;
         }
         if let Some(blank) = blank_since {
+            let place = match data.is_empty() && header.is_none() {
+                true => "before the data",
+                false => "in the middle of the data",
+            };
             return Err(error(
                 blank,
-                "blank line in the middle of the data (only trailing blank lines are allowed)".to_string(),
+                format!("blank line {place} (only trailing blank lines are allowed)"),
             ));
         }
         if line_no == 1 && line.split(',').all(|field| field.trim().parse::<f64>().is_err()) {
@@ -282,7 +284,8 @@ fn separator_hint(line: &str) -> String {
 fn numbered_header_hint(line: &str) -> String {
     let fields: Vec<&str> = line.split(',').map(str::trim).collect();
     let counts_from = |first: usize| (first..).zip(&fields).all(|(i, f)| f.parse() == Ok(i));
-    if fields.len() > 1 && (counts_from(0) || counts_from(1)) {
+    // A header has a name per column; a shorter counting line is data gone wrong some other way.
+    if fields.len() >= COLUMNS && (counts_from(0) || counts_from(1)) {
         "; this line looks like a header of column numbers, which is read as data: a header is \
          skipped only when none of its fields is a number"
             .to_string()
@@ -298,12 +301,13 @@ fn parse_row(line: &str, layout: CsvLayout) -> std::result::Result<(u8, [f32; FE
             false => format!("a label and {FEATURES} pixels"),
             true => format!("{FEATURES} pixels and a label"),
         };
-        let index_hint = match fields.len() == COLUMNS + 1 {
-            true => {
+        let index_hint = match (fields.len() == COLUMNS + 1, fields[fields.len() - 1].is_empty()) {
+            (true, true) => "; one too many: the line ends with a comma",
+            (true, false) if fields[0].parse::<usize>().is_ok() => {
                 "; one too many: is the first an index column (pandas' `to_csv` writes one unless \
-                     `index=False`)?"
+                 `index=False`)?"
             }
-            false => "",
+            _ => "",
         };
         return Err(format!(
             "expected {COLUMNS} columns ({order}), got {}{}{index_hint}",
@@ -375,8 +379,9 @@ fn shorten(field: &str) -> String {
 ///
 /// # Errors
 ///
-/// [`Error::Data`] (and nothing written) if the dataset could not be read back: its `images` and
-/// `labels` differ in length, a label is not below 10, or a pixel is outside `[0, 1]`;
+/// [`Error::Data`] (and nothing written) if the dataset could not be read back: it is empty, its
+/// `images` and `labels` differ in length, a label is not below 10, or a pixel is outside
+/// `[0, 1]`;
 /// [`Error::Io`] if the file cannot be written.
 ///
 /// ```
@@ -393,6 +398,12 @@ fn shorten(field: &str) -> String {
 pub fn write_csv(path: impl AsRef<Path>, data: &Dataset) -> Result<()> {
     let path = path.as_ref();
     let name = path.display().to_string();
+    if data.labels.is_empty() && data.images.is_empty() {
+        return Err(Error::Data {
+            location: name,
+            message: "cannot write an empty dataset: read_csv rejects a file with no data rows".to_string(),
+        });
+    }
     if data.images.len() != data.labels.len() {
         return Err(Error::Data {
             location: name,
@@ -469,7 +480,10 @@ mod tests {
             let err = parse_csv(&text, "t").unwrap_err().to_string();
             assert!(err.starts_with("t:1: column ") && err.contains(hint), "{err}");
         }
-        // Not counting, or not on the first line: no hint.
+        // Counting but short (not a header's width), not counting, or not on the first line: no
+        // hint.
+        let err = parse_csv("1,2,3\n", "t").unwrap_err().to_string();
+        assert!(!err.contains(hint), "{err}");
         let err = parse_csv(&format!("{}\n", row("1", "7")), "t")
             .unwrap_err()
             .to_string();
@@ -526,6 +540,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.ends_with("got 67"), "{err}");
+        // A trailing comma is named as such; a first field that is no index gets no guess.
+        let err = parse_csv(&format!("{},\n", row("3", "0")), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("got 66; one too many: the line ends with a comma"),
+            "{err}"
+        );
+        let err = parse_csv(&format!("x,{}\n", row("3", "0")), "t")
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("got 66"), "{err}");
     }
 
     #[test]

@@ -196,7 +196,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// `torch.std(x, dim, correction=c)`: `0` is the population deviation (numpy's default),
     /// `1` [`std`](Self::std)'s. Its gradient is `(x − mean)/((n − correction)·std)`, and 0 where
     /// the values are all the same; where `n <= correction` the value is `inf` or NaN, as
-    /// [`var_with_correction`](Self::var_with_correction)'s.
+    /// [`var_with_correction`](Self::var_with_correction)'s, and the gradient NaN (PyTorch's is
+    /// as meaningless there: `±inf`, or finite from a negative divisor).
     ///
     /// ```
     /// use teenygrad::prelude::*;
