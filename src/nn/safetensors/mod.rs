@@ -88,7 +88,7 @@ pub fn from_bytes<M: Params + ?Sized>(model: &mut M, bytes: &[u8]) -> Result<()>
 /// use teenygrad::nn::{self, Init, Linear, Params};
 /// use rand::SeedableRng;
 /// let mut rng = rand::rngs::StdRng::seed_from_u64(0);
-/// // A layer saved inside a larger model as "net.0": its tensors are "net.0.weight", ….
+/// // A layer saved inside a larger model, as its first part: its tensors are "0.weight", ….
 /// let saved = Linear::<3, 2>::init(&mut rng);
 /// let path = std::env::temp_dir().join(format!("teenygrad-doc-prefix-{}.safetensors", std::process::id()));
 /// nn::save(&(saved.clone(),), &path)?;
