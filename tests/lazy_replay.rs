@@ -204,3 +204,39 @@ fn training_steps_after_the_first_reuse_their_schedule() {
         (twin, twin_sgd) = (m, opt);
     }
 }
+
+/// Realizes `exp(a·a)` summed over rows, `a` of `[n, 4]`, and returns how many schedules were
+/// reused doing it; checks the value.
+fn realize_rows(n: usize, seed: u32) -> u64 {
+    let a = buffer(&[n, 4], seed);
+    let y = a.mul(&a).unary(UnaryOp::Exp).sum(&[1]);
+    let before = stats::get().schedules_reused;
+    y.realize();
+    let reused = stats::get().schedules_reused - before;
+    let want = reference::evaluate(&y);
+    for (got, want) in y.to_vec().iter().zip(want) {
+        // exp is within about 1 ulp of f64's; four f32 adds of positive terms add 4 more.
+        assert!(
+            (*got as f64 - want).abs() <= 8.0 * f32::EPSILON as f64 * want,
+            "{n} rows"
+        );
+    }
+    reused
+}
+
+#[test]
+fn a_loop_over_many_sizes_keeps_each_ones_schedule() {
+    // Each run-time size is a structure of its own (a last, shorter batch; sequences of many
+    // lengths): 24 sizes, then the same again, every one reused.
+    for round in 0..2 {
+        for n in 1..=24 {
+            assert_eq!(realize_rows(n, n as u32), round, "{n} rows, round {round}");
+        }
+    }
+    // A structure used all along stays kept however many others come and go.
+    realize_rows(100, 0);
+    for n in 200..260 {
+        assert_eq!(realize_rows(100, n as u32), 1, "after {} other sizes", n - 200);
+        assert_eq!(realize_rows(n, 0), 0, "{n} rows, the first time");
+    }
+}
