@@ -84,6 +84,15 @@ fn linear_init_is_uniform_within_pytorch_bound() {
 }
 
 #[test]
+fn linear_with_no_inputs_has_a_zero_bias() {
+    // PyTorch's bound 1/√fan_in is 0 for no inputs (`bound = 1 / sqrt(fan_in) if fan_in > 0
+    // else 0`): the bias is zeros and the output is the bias.
+    let layer = Linear::<0, 3>::init(&mut rng(0));
+    assert_eq!(layer.bias.as_ref().unwrap().to_vec(), [0.0; 3]);
+    assert_eq!(layer.forward(Tensor::<Rank2<2, 0>>::zeros()).to_vec(), [0.0; 6]);
+}
+
+#[test]
 fn linear_init_is_deterministic_for_a_seed() {
     let a = Linear::<5, 3>::init(&mut rng(42));
     let b = Linear::<5, 3>::init(&mut rng(42));

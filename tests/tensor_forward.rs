@@ -222,6 +222,49 @@ fn random_fills_follow_the_callers_seed() {
     assert_eq!(m, n[..6], "randn_in draws the same stream as randn");
 }
 
+/// A generator whose every draw is the largest: `random::<f32>()` gives `1 - 2^-24`.
+struct Highest;
+
+impl rand::RngCore for Highest {
+    fn next_u32(&mut self) -> u32 {
+        u32::MAX
+    }
+    fn next_u64(&mut self) -> u64 {
+        u64::MAX
+    }
+    fn fill_bytes(&mut self, dst: &mut [u8]) {
+        dst.fill(u8::MAX);
+    }
+}
+
+#[test]
+fn uniform_samples_stay_below_high() {
+    // 10 + (1 - 2^-24) rounds to 11 in f32 (its spacing there is 2^-20): the largest draw must
+    // still land below 11, on the largest f32 below it.
+    let u = Tensor::uniform_in((3usize,), 10.0, 11.0, &mut Highest).to_vec();
+    assert_eq!(u, [11f32.next_down(); 3]);
+    // Where the largest draw does not round up, it is left as it is.
+    let u = Tensor::uniform_in((1usize,), 0.0, 1.0, &mut Highest).to_vec();
+    assert_eq!(u, [1.0 - f32::EPSILON / 2.0]);
+    // An empty range gives its one value.
+    assert_eq!(
+        Tensor::uniform_in((2usize,), 3.0, 3.0, &mut rng(0)).to_vec(),
+        [3.0; 2]
+    );
+    for (low, high) in [
+        (1.0, -1.0),
+        (0.0, f32::INFINITY),
+        (f32::NAN, 1.0),
+        (-f32::MAX, f32::MAX),
+    ] {
+        let err = Tensor::try_uniform_in((2usize,), low, high, &mut rng(0)).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { op: "uniform_in", .. }),
+            "[{low}, {high}): {err}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Unary
 

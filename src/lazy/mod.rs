@@ -144,10 +144,17 @@ impl LazyBuffer {
         Self::from_storage(Storage::from_slice(&[value]), &ones).expand(shape)
     }
 
-    /// Independent samples, uniform in `[low, high)`, drawn from `rng` in row-major order.
+    /// Independent samples, uniform in `[low, high)`, drawn from `rng` in row-major order. The range
+    /// is the caller's to check ([`Tensor::try_uniform_in`](crate::tensor::Tensor::try_uniform_in)
+    /// refuses one that is empty or not finite).
     pub fn rand_uniform<R: Rng + ?Sized>(shape: &[usize], low: f32, high: f32, rng: &mut R) -> Self {
         let data = (0..numel(shape))
-            .map(|_| low + (high - low) * rng.random::<f32>())
+            .map(|_| {
+                let x = low + (high - low) * rng.random::<f32>();
+                // Rounding can carry a draw just below 1 up to `high` (1 in about 2^24 for [10,
+                // 11)); the largest value below it keeps the range half-open.
+                if x < high { x } else { low.max(high.next_down()) }
+            })
             .collect();
         Self::from_storage(data, shape)
     }

@@ -6,7 +6,7 @@ use super::params::{Param, Params, join};
 use super::{Detach, Init, Module};
 use crate::autograd::Var;
 use crate::lazy::BinaryOp;
-use crate::shape::{Const, Dim, Rank1, Rank2};
+use crate::shape::{Const, ConstShape, Dim, Rank1, Rank2};
 use crate::tensor::{GradMode, Join, NoGrad, Tensor, Tracked};
 
 /// `y = x·Wᵀ + b`, mapping `I` features to `O` along the last axis of an input of rank 1, 2 or 3
@@ -44,11 +44,11 @@ impl<const I: usize, const O: usize, G: GradMode> Clone for Linear<I, O, G> {
 
 impl<const I: usize, const O: usize> Linear<I, O> {
     /// PyTorch's default initialization: weight and bias uniform in `±1/√I` (the weight's is
-    /// kaiming-uniform with `a = √5`, which reduces to the same bound).
+    /// kaiming-uniform with `a = √5`, which reduces to the same bound); with no inputs (`I = 0`)
+    /// the bias is zeros, as PyTorch's bound of 0 gives.
     pub fn new<R: Rng + ?Sized>(rng: &mut R, bias: bool) -> Self {
-        let bound = 1.0 / (I.max(1) as f32).sqrt();
-        let weight = Tensor::uniform_in(Default::default(), -bound, bound, rng).requires_grad();
-        let bias = bias.then(|| Tensor::uniform_in(Default::default(), -bound, bound, rng).requires_grad());
+        let weight = uniform_init(I, rng);
+        let bias = bias.then(|| uniform_init(I, rng));
         Linear { weight, bias }
     }
 
@@ -56,6 +56,18 @@ impl<const I: usize, const O: usize> Linear<I, O> {
     pub fn without_bias<R: Rng + ?Sized>(rng: &mut R) -> Self {
         Self::new(rng, false)
     }
+}
+
+/// Uniform in `±1/√fan_in`, a parameter; zeros with no inputs, where PyTorch's bound is 0.
+fn uniform_init<S: ConstShape, R: Rng + ?Sized>(fan_in: usize, rng: &mut R) -> Tensor<S, Tracked> {
+    let values = match fan_in {
+        0 => Tensor::zeros(),
+        _ => {
+            let bound = 1.0 / (fan_in as f32).sqrt();
+            Tensor::uniform_in(Default::default(), -bound, bound, rng)
+        }
+    };
+    values.requires_grad()
 }
 
 impl<const I: usize, const O: usize> Init for Linear<I, O> {

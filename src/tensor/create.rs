@@ -131,7 +131,8 @@ impl<S: Shape> Tensor<S, NoGrad> {
     ///
     /// # Panics
     ///
-    /// As [`rand_in`](Self::rand_in); see [`try_uniform_in`](Self::try_uniform_in).
+    /// As [`rand_in`](Self::rand_in), and if the range is not one
+    /// [`try_uniform_in`](Self::try_uniform_in) takes (`low > high`, or not finite).
     ///
     /// ```
     /// use teenygrad::prelude::*;
@@ -145,8 +146,27 @@ impl<S: Shape> Tensor<S, NoGrad> {
         or_panic_in("uniform_in", Self::try_uniform_in(shape, low, high, rng))
     }
 
-    /// [`uniform_in`](Self::uniform_in), or an error as [`try_rand_in`](Self::try_rand_in) gives.
+    /// [`uniform_in`](Self::uniform_in), or an error as [`try_rand_in`](Self::try_rand_in) gives,
+    /// and [`Error::InvalidArgument`] unless `low <= high` and both and `high - low` are finite
+    /// (`low == high` gives `low` everywhere), as PyTorch's `uniform_` requires.
+    ///
+    /// ```
+    /// use teenygrad::prelude::*;
+    /// use rand::SeedableRng;
+    /// let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+    /// assert!(Tensor::try_uniform_in((2usize,), 1.0, -1.0, &mut rng).is_err());
+    /// assert!(Tensor::try_uniform_in((2usize,), 0.0, f32::INFINITY, &mut rng).is_err());
+    /// ```
     pub fn try_uniform_in<R: Rng + ?Sized>(shape: S, low: f32, high: f32, rng: &mut R) -> Result<Self> {
+        if !(low <= high && (high - low).is_finite()) {
+            return Err(Error::InvalidArgument {
+                op: "uniform_in",
+                message: format!(
+                    "the range [{low}, {high}) must have low <= high, both finite and their \
+                     difference finite"
+                ),
+            });
+        }
         let buf = sample(&shape.dims(), |s| LazyBuffer::rand_uniform(s, low, high, rng))?;
         Ok(Self::from_lazy(shape, buf))
     }
