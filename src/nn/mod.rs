@@ -106,7 +106,12 @@ pub trait Init: Sized {
 /// The twin is a snapshot: it shares the values' buffers without copying them, and an optimizer
 /// step or `load_state_dict` on the original afterwards copies a shared buffer before writing it,
 /// so the twin keeps the values it was made with. Call `detached()` again after training steps
-/// to evaluate the current parameters.
+/// to evaluate the current parameters. A twin's dropout layers are in eval mode.
+///
+/// Layers, and tuples, arrays and `Vec`s of them, have twins; [`impl_params!`](crate::impl_params)
+/// does not make one for a struct, whose twin would be another type. Evaluate a struct model as
+/// `model.forward(x).detach()`: the same kernels run, and the tape recorded on the way is dropped
+/// with the output.
 ///
 /// ```
 /// use teenygrad::prelude::*;

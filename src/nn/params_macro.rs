@@ -11,7 +11,8 @@
 /// Generic parameters go in brackets before the type:
 /// `impl_params!([const N: usize] Block<N> { attn, mlp })`. What the struct computes is its own
 /// [`Module`](crate::nn::Module) impl (the [`nn`](crate::nn) module's residual example shows
-/// the grad-mode bound that takes data and tracked inputs alike).
+/// the grad-mode bound that takes data and tracked inputs alike). A struct gets no untracked
+/// twin ([`Detach`](crate::nn::Detach) says how to evaluate one).
 ///
 /// ```
 /// use teenygrad::prelude::*;
