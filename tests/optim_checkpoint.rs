@@ -251,6 +251,19 @@ fn a_hand_written_file_loads_with_its_values() {
 }
 
 #[test]
+fn step_counts_written_as_pytorchs_floats_load() {
+    // PyTorch keeps Adam's `step` as a float tensor, so `str(state["step"].item())` is "3.0".
+    let model = seeded(1);
+    let state = |steps: &[(&str, &str)]| {
+        let mut adam = Adam::new(0.01);
+        optim::state_from_bytes(&mut adam, &model, &file(steps, &adam_tensors())).unwrap();
+        optim::state_to_bytes(&adam, &model).unwrap()
+    };
+    let floats = STEPS.map(|(k, v)| (k, if k.ends_with(".step") { "3.0" } else { v }));
+    assert_eq!(state(&floats), state(&STEPS));
+}
+
+#[test]
 fn bad_files_are_rejected_and_change_nothing() {
     let source = "optimizer state data";
     let at = |name: &str| format!("{source}: tensor {name}");
@@ -290,7 +303,7 @@ fn bad_files_are_rejected_and_change_nothing() {
         &at("0.bias.step"),
         "is missing from the file's metadata",
     );
-    for bad in ["0", "-1", "1.5", "x", "4294967296"] {
+    for bad in ["0", "-1", "1.5", "x", "4294967296", "0.0", "inf", "NaN", "1e10"] {
         let mut steps = STEPS;
         steps[4].1 = bad;
         assert_rejected(&file(&steps, &tensors), &at("2.bias.step"), "is not a step count");

@@ -58,7 +58,8 @@ use sealed::ParamState;
 ///
 /// A parameter `name`'s state is stored as the tensors `name.momentum_buffer` (SGD), or
 /// `name.exp_avg` and `name.exp_avg_sq` (Adam and AdamW), as PyTorch names them, each with the
-/// parameter's dims; Adam's step count as the metadata string `name.step`; and the kind of
+/// parameter's dims; Adam's step count as the metadata string `name.step` (a whole number; read
+/// also as PyTorch's float `step` prints, `"156.0"`); and the kind of
 /// optimizer as the metadata `optimizer` (`"SGD"`, `"Adam"`). A parameter with no state yet (no
 /// gradient in any step) has no entry. The settings (learning rate, betas, ...) are not saved:
 /// they are the loading optimizer's own.
@@ -227,9 +228,9 @@ fn decode_into<O: Stateful, M: Params + ?Sized>(
             values.push(data);
         }
         let step = match step {
-            Some(text) => match text.parse::<u32>() {
-                Ok(step) if step > 0 => Some(step),
-                _ => {
+            Some(text) => match parse_step(text) {
+                Some(step) => Some(step),
+                None => {
                     return Err(tensor_error(
                         source,
                         &key("step"),
@@ -265,4 +266,13 @@ fn decode_into<O: Stateful, M: Params + ?Sized>(
     }
     optimizer.set_states(states);
     Ok(())
+}
+
+/// A step count from 1: a whole number, also as PyTorch's float `step` prints (`"156.0"`).
+fn parse_step(text: &str) -> Option<u32> {
+    let step = text.parse::<u32>().ok().or_else(|| {
+        let value = text.parse::<f64>().ok()?;
+        (value.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&value)).then_some(value as u32)
+    })?;
+    (step > 0).then_some(step)
 }
