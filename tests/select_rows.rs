@@ -286,6 +286,10 @@ fn nll_loss_by_hand_and_beside_cross_entropy() {
         .item();
     let ce = cross_entropy(&logits, &labels).unwrap().item();
     assert!((nll - ce).abs() <= 8.0 * f32::EPSILON * ce, "{nll} against {ce}");
+    // A bad label names the method called, not the pick inside it.
+    let bad = Labels::new(vec![0, 3, 1], Const::<3>).unwrap();
+    let err = teenygrad::tensor::nll_loss(&log_probs, &bad).unwrap_err();
+    assert!(err.to_string().starts_with("nll_loss: labels[1]"), "{err}");
     // An empty batch: the mean of nothing, NaN.
     let none = Tensor::<(usize, Const<3>)>::zeros_in((0, Const));
     assert!(

@@ -97,7 +97,7 @@ impl Default for CsvLayout {
 /// [`Error::Io`] if the file cannot be read; [`Error::Data`] (located at `path:line`) if it is
 /// not UTF-8, holds no data rows, or has a line with the wrong number of columns, a field that is
 /// not a number, a label outside `0..=9` or a pixel outside `[0, 1]` (NaN and infinities
-/// included).
+/// included), or a blank line before more data.
 ///
 /// ```
 /// use teenygrad::data::{read_csv, toy_digits_split, write_csv};

@@ -85,6 +85,10 @@ impl Dataset {
     ///
     /// Ties go to the smallest class; an empty dataset gives 0.
     ///
+    /// # Panics
+    ///
+    /// As [`class_counts`](Self::class_counts): if a label is not below [`CLASSES`].
+    ///
     /// ```
     /// use teenygrad::data::{Dataset, FEATURES};
     ///

@@ -20,6 +20,9 @@ impl<S: Shape> Tensor<S, NoGrad> {
     /// that starts on a cache line, as every buffer of the library does (see
     /// [`LazyBuffer::from_vec`](crate::lazy::LazyBuffer::from_vec)).
     ///
+    /// [`Error::LengthMismatch`] if `data`'s length is not `shape`'s element count, or
+    /// [`Error::ShapeOverflow`] if that count does not fit in `usize`.
+    ///
     /// ```
     /// use teenygrad::prelude::*;
     /// let t = Tensor::from_vec(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0], (2usize, Const::<3>)).unwrap();

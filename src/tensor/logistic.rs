@@ -65,6 +65,7 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
 /// without computing `σ(x)`, so it is finite for logits of any magnitude and keeps its accuracy
 /// when the prediction is confidently right (a logit of 30 for a target of 1 costs 9.4e-14, not
 /// 0). Tracked if either side is: the logits' gradient is `(σ(x) − y)/n`, the targets' `−x/n`.
+/// NaN over no elements, as PyTorch's.
 ///
 /// The targets have the logits' shape type, as PyTorch asks the same shape: targets of one
 /// value per sample, `(usize,)`, against a layer's `(usize, Const<1>)` outputs are a type error,

@@ -36,7 +36,8 @@ where
     Ok(Tensor::from_var(prediction.shape, var))
 }
 
-/// Mean squared error `mean((prediction - target)²)`, as PyTorch's `mse_loss`.
+/// Mean squared error `mean((prediction - target)²)`, as PyTorch's `mse_loss`; NaN over no
+/// elements, as PyTorch's.
 ///
 /// Panics if run-time (`usize`) dims of the two differ, naming both shapes; see [`try_mse`].
 ///
@@ -75,6 +76,7 @@ where
 
 /// Mean absolute error `mean(|prediction - target|)`, as PyTorch's `l1_loss`; the gradient of
 /// each element is the sign of its difference (0 where they are equal) over the element count.
+/// NaN over no elements, as PyTorch's.
 ///
 /// Panics if run-time (`usize`) dims of the two differ, naming both shapes; see [`try_l1_loss`].
 ///
@@ -110,7 +112,8 @@ where
 /// elements of `d²/2` where `|d| < delta` and `delta·(|d| − delta/2)` elsewhere, for
 /// `d = prediction − target`: squared near 0, absolute (so robust to outliers) beyond `delta`.
 /// PyTorch's `smooth_l1_loss` with `beta` is this with `delta = beta`, divided by `beta`. The
-/// gradient of each element is `d` clamped to `[−delta, delta]`, over the element count.
+/// gradient of each element is `d` clamped to `[−delta, delta]`, over the element count. NaN over
+/// no elements, as PyTorch's.
 ///
 /// Panics if run-time (`usize`) dims of the two differ, naming both shapes, or if `delta` is not
 /// positive; see [`try_huber_loss`].

@@ -109,7 +109,7 @@ impl<B: Dim, const C: usize, G: GradMode> Tensor<(B, Const<C>), G> {
 /// `nll_loss`. With `log_softmax` it is [`cross_entropy`](super::cross_entropy), which fuses
 /// the two. NaN over an empty batch, as PyTorch's.
 ///
-/// Errors as [`Tensor::gather_columns`].
+/// Errors as [`Tensor::gather_columns`] (named `nll_loss`).
 ///
 /// ```
 /// use teenygrad::prelude::*;
@@ -122,5 +122,6 @@ pub fn nll_loss<B: Dim, const C: usize, G: GradMode>(
     log_probs: &Tensor<(B, Const<C>), G>,
     labels: &Labels<B>,
 ) -> Result<Tensor<(), G>> {
+    labels.check("nll_loss", &log_probs.dims())?;
     Ok(-log_probs.gather_columns(labels)?.mean_all())
 }
