@@ -190,6 +190,71 @@ fn sgd_nesterov_without_momentum_is_rejected() {
     check(&mut opt, &mut RefSgd::new(0.1, 0.0, 0.0, true, 0.0), 1);
 }
 
+#[test]
+fn settings_pytorch_refuses_panic_before_any_parameter_changes() {
+    fn refused(opt: &mut impl Optimizer) -> String {
+        let mut layer = Linear::<3, 2>::init(&mut StdRng::seed_from_u64(1));
+        layer.forward(Tensor::<Rank1<3>>::ones()).sum_all().backward();
+        let before = layer.state_dict();
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| opt.step(&mut layer)))
+            .expect_err("a setting PyTorch refuses");
+        assert_eq!(layer.state_dict(), before, "a parameter changed before the panic");
+        panic.downcast_ref::<String>().cloned().unwrap_or_default()
+    }
+    let sgd = |f: fn(&mut Sgd)| {
+        let mut opt = Sgd::new(0.1).momentum(0.9);
+        f(&mut opt);
+        refused(&mut opt)
+    };
+    let adam = |f: fn(&mut Adam)| {
+        let mut opt = Adam::new(0.1);
+        f(&mut opt);
+        refused(&mut opt)
+    };
+    let cases = [
+        (
+            sgd(|o| o.lr = -0.1),
+            "SGD: lr must be finite and at least 0 (PyTorch refuses it too), got -0.1",
+        ),
+        (
+            sgd(|o| o.lr = f32::NAN),
+            "SGD: lr must be finite and at least 0 (PyTorch refuses it too), got NaN",
+        ),
+        (
+            sgd(|o| o.momentum = -0.5),
+            "SGD: momentum must be finite and at least 0",
+        ),
+        (
+            sgd(|o| o.weight_decay = f32::INFINITY),
+            "SGD: weight_decay must be finite and at least 0",
+        ),
+        (sgd(|o| o.dampening = f32::NAN), "SGD: dampening must be finite"),
+        (adam(|o| o.lr = -1.0), "Adam: lr must be finite and at least 0"),
+        (adam(|o| o.eps = -1e-8), "Adam: eps must be finite and at least 0"),
+        (
+            adam(|o| o.weight_decay = f32::NAN),
+            "Adam: weight_decay must be finite and at least 0",
+        ),
+        (
+            adam(|o| o.betas = (1.0, 0.999)),
+            "Adam: betas.0 must be in [0, 1) (PyTorch refuses it too), got 1",
+        ),
+        (
+            adam(|o| o.betas = (-0.1, 0.999)),
+            "Adam: betas.0 must be in [0, 1)",
+        ),
+        (adam(|o| o.betas = (0.9, 1.0)), "Adam: betas.1 must be in [0, 1)"),
+    ];
+    for (message, want) in cases {
+        assert!(message.starts_with(want), "{message:?} against {want:?}");
+    }
+    // The edges PyTorch takes: no learning rate, momentum or decay, betas of 0, eps of 0.
+    let mut layer = Linear::<3, 2>::init(&mut StdRng::seed_from_u64(1));
+    layer.forward(Tensor::<Rank1<3>>::ones()).sum_all().backward();
+    Sgd::new(0.0).step(&mut layer);
+    Adam::new(0.0).betas(0.0, 0.0).eps(0.0).step(&mut layer);
+}
+
 /// A parameter that gets its first gradient late starts its momentum buffer then (PyTorch keeps
 /// state per parameter); a parameter without a gradient is not touched.
 #[test]

@@ -68,6 +68,8 @@ fn panics_report_the_callers_line() {
     let chain = (emb.clone(), Linear::<2, 3>::init(&mut seeded(7)));
     let ab = [&a, &b];
     let (mut frozen, mut sgd2) = (lin.detached(), Sgd::new(0.1));
+    let (mut uphill, mut no_decay) = (Sgd::new(-0.1), Adam::new(0.1).betas(1.0, 0.999));
+    let [mut m1, mut m2] = [8, 9].map(|seed| Linear::<4, 2>::init(&mut seeded(seed)));
     // One line each: `line!()` must be the line of the call.
     let cases: Vec<Case> = vec![
         ("add: ", line!(), Box::new(|| drop(&a + &b))),
@@ -93,6 +95,8 @@ fn panics_report_the_callers_line() {
         ("the optimizer holds", line!(), Box::new(|| sgd.step(&mut wide))),
         ("the optimizer holds", line!(), Box::new(|| adam.step(&mut wide2))),
         ("step: no parameter", line!(), Box::new(|| sgd2.step(&mut frozen))),
+        ("SGD: lr must be", line!(), Box::new(|| uphill.step(&mut m1))),
+        ("Adam: betas.0", line!(), Box::new(|| no_decay.step(&mut m2))),
         ("clip_grad", line!(), Box::new(|| _ = clip(&mut lin, -1.0))),
         ("Batch", line!(), Box::new(|| _ = Batcher::new(9, 0, keep, r))),
         ("Dataset::gather", line!(), Box::new(|| drop(data.gather(&[1])))),

@@ -1,7 +1,10 @@
 //! Adam and AdamW.
 
 use super::checkpoint::sealed::ParamState;
-use super::{Optimizer, apply_updates, check_before_step, flush_subnormal, slot, update_split};
+use super::{
+    Optimizer, apply_updates, check_before_step, check_setting, flush_subnormal, non_negative, slot,
+    update_split,
+};
 use crate::nn::Params;
 use crate::simd::simd_dispatch;
 
@@ -97,6 +100,11 @@ impl Adam {
 }
 
 impl Optimizer for Adam {
+    /// # Panics
+    ///
+    /// Before changing anything, reported at the call: with `lr`, `eps` or `weight_decay`
+    /// negative, infinite or NaN, or a beta outside `[0, 1)` (checked here since the fields are
+    /// public).
     #[track_caller]
     fn step<M: Params + ?Sized>(&mut self, model: &mut M) {
         let Adam {
@@ -107,6 +115,12 @@ impl Optimizer for Adam {
             decoupled,
             ..
         } = *self;
+        for (name, value) in [("lr", lr), ("eps", eps), ("weight_decay", weight_decay)] {
+            check_setting("Adam", name, value, non_negative(value), "finite and at least 0");
+        }
+        for (name, value) in [("betas.0", b1), ("betas.1", b2)] {
+            check_setting("Adam", name, value, (0.0..1.0).contains(&value), "in [0, 1)");
+        }
         let moments = &mut self.moments;
         check_before_step(model, |i| moments.get(i)?.as_ref().map(|state| state.m.len()));
         apply_updates(model, |i, p, g| {

@@ -166,6 +166,21 @@ pub(crate) fn check_before_step<M: Params + ?Sized>(
 
 /// The panic of an optimizer whose state at parameter position `index` (`name`, of `len` values)
 /// holds `held` values: it belongs to another model.
+/// Panics, naming the optimizer, the setting and its value, unless `ok` (the settings are public
+/// fields, so they are checked at each step, before anything changes). `rule` says what the
+/// setting must be.
+#[track_caller]
+pub(crate) fn check_setting(optimizer: &str, name: &str, value: f32, ok: bool, rule: &str) {
+    if !ok {
+        panic!("{optimizer}: {name} must be {rule} (PyTorch refuses it too), got {value}");
+    }
+}
+
+/// True for a finite value of at least 0: a learning rate, a weight decay, a momentum, an eps.
+pub(crate) fn non_negative(value: f32) -> bool {
+    (0.0..f32::INFINITY).contains(&value)
+}
+
 #[track_caller]
 pub(crate) fn state_mismatch(index: usize, name: &str, held: usize, len: usize) -> ! {
     panic!(

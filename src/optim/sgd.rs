@@ -1,7 +1,10 @@
 //! Stochastic gradient descent with momentum, dampening, Nesterov and weight decay.
 
 use super::checkpoint::sealed::ParamState;
-use super::{Optimizer, apply_updates, check_before_step, flush_subnormal, slot, update_split};
+use super::{
+    Optimizer, apply_updates, check_before_step, check_setting, flush_subnormal, non_negative, slot,
+    update_split,
+};
 use crate::nn::Params;
 use crate::simd::simd_dispatch;
 
@@ -86,10 +89,21 @@ impl Sgd {
 impl Optimizer for Sgd {
     /// # Panics
     ///
-    /// With `nesterov` set but no momentum, or a nonzero dampening (a programmer error, checked
-    /// here since the fields are public and the builder's order is free), reported at the call.
+    /// Before changing anything, reported at the call (programmer errors, checked here since the
+    /// fields are public and the builder's order is free): with `nesterov` set but no momentum,
+    /// or a nonzero dampening; with `lr`, `momentum` or `weight_decay` negative, infinite or
+    /// NaN, or `dampening` infinite or NaN.
     #[track_caller]
     fn step<M: Params + ?Sized>(&mut self, model: &mut M) {
+        for (name, value) in [
+            ("lr", self.lr),
+            ("momentum", self.momentum),
+            ("weight_decay", self.weight_decay),
+        ] {
+            check_setting("SGD", name, value, non_negative(value), "finite and at least 0");
+        }
+        let dampening = self.dampening;
+        check_setting("SGD", "dampening", dampening, dampening.is_finite(), "finite");
         assert!(
             !self.nesterov || (self.momentum > 0.0 && self.dampening == 0.0),
             "Nesterov momentum requires a momentum and zero dampening (momentum {}, dampening {})",
