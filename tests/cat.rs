@@ -124,8 +124,12 @@ fn run_time_batches_join_and_mismatches_are_errors() {
         Tensor::<Rank2<2, 1>>::zeros().cat_in(&Tensor::<Rank2<2, 2>>::ones(), Axis::<1>, Const::<3>);
     assert_eq!(static_rows.to_array(), [[0.0, 1.0, 1.0], [0.0, 1.0, 1.0]]);
     match Tensor::<Rank2<2, 1>>::zeros().try_cat_in(&Tensor::<Rank2<2, 2>>::ones(), Axis::<1>, Const::<4>) {
-        Err(Error::ShapeMismatch { op, lhs, rhs, .. }) => {
-            assert_eq!((op, lhs, rhs), ("cat", vec![2, 3], vec![2, 4]))
+        Err(Error::ShapeMismatch { op, lhs, rhs, rule }) => {
+            assert_eq!((op, lhs, rhs), ("cat", vec![2, 3], vec![2, 4]));
+            assert!(
+                rule.contains("the inputs joined") && rule.contains("the size `n` names"),
+                "{rule}"
+            );
         }
         other => panic!("{:?}", other.map(|t| t.dims())),
     }

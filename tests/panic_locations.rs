@@ -78,7 +78,7 @@ fn panics_report_the_callers_line() {
         ("div: ", line!(), Box::new(|| drop(a.clone() / &b))),
         ("maximum: ", line!(), Box::new(|| drop(a.maximum(&b)))),
         ("lt: ", line!(), Box::new(|| drop(a.lt(&b)))),
-        ("where: ", line!(), Box::new(|| drop(b.where_else(&a, &b)))),
+        ("where_else: ", line!(), Box::new(|| drop(b.where_else(&a, &b)))),
         ("cat: ", line!(), Box::new(|| drop(a.cat(&b, Axis::<1>)))),
         ("matmul: ", line!(), Box::new(|| drop(w.matmul(&m)))),
         ("broadcast_to: ", line!(), Box::new(|| drop(a.broadcast_to(five)))),

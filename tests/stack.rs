@@ -148,8 +148,12 @@ fn run_time_dims_and_errors() {
     assert_eq!(e.to_string(), "stack: needs at least one tensor, got none");
     // A named new dim must be the number of parts.
     match Tensor::try_stack_in([&a, &b], Axis::<1>, Const::<3>) {
-        Err(Error::ShapeMismatch { op, lhs, rhs, .. }) => {
-            assert_eq!((op, lhs, rhs), ("stack", vec![3, 2, 2], vec![3, 3, 2]))
+        Err(Error::ShapeMismatch { op, lhs, rhs, rule }) => {
+            assert_eq!((op, lhs, rhs), ("stack", vec![3, 2, 2], vec![3, 3, 2]));
+            assert!(
+                rule.contains("the parts stacked") && rule.contains("the size `n` names"),
+                "{rule}"
+            );
         }
         other => panic!("{:?}", other.map(|t| t.dims())),
     }

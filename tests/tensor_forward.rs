@@ -1098,7 +1098,9 @@ fn matmul_panics_naming_both_shapes() {
 }
 
 #[test]
-#[should_panic(expected = "where: shapes [3, 4] and [5, 4] are incompatible")]
+#[should_panic(
+    expected = "where_else: shapes [3, 4] and [5, 4] are incompatible (the condition (first) must have the shape of self (second))"
+)]
 fn where_else_panics_naming_both_shapes() {
     let (a, b) = batches();
     let _ = b.where_else(&a, &b);
@@ -1125,8 +1127,8 @@ fn try_forms_return_errors_naming_both_shapes() {
         ("pow", a.try_pow(&b).err()),
         ("broadcast_to", a.try_broadcast_to((5usize, Const::<4>)).err()),
         ("reshape", a.try_reshape_to((5usize, Const::<4>)).err()),
-        ("where", a.try_where_else(&a, &b).err()),
-        ("where", b.try_where_else(&a, &b).err()),
+        ("where_else", a.try_where_else(&a, &b).err()),
+        ("where_else", b.try_where_else(&a, &b).err()),
         ("add", a.clone().requires_grad().try_add(&b).err()),
         ("lt", a.try_lt(&b).err()),
         ("le", a.try_le(&b).err()),
@@ -1144,6 +1146,12 @@ fn try_forms_return_errors_naming_both_shapes() {
             "{msg}"
         );
     }
+    // where_else's three operands: the message says which one differs from self.
+    let other = a.try_where_else(&a, &b).unwrap_err().to_string();
+    assert!(
+        other.ends_with("(other (first) must have the shape of self (second))"),
+        "{other}"
+    );
     let m = Tensor::zeros_in((Const::<3>, 4usize));
     let err = m.try_matmul(&Tensor::zeros_in((5usize, Const::<2>))).unwrap_err();
     assert_eq!(

@@ -119,7 +119,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
             return Err(mismatch(
                 sum,
                 out.dims(),
-                "the joined dim is the sum of the inputs'",
+                "the first is the inputs joined, whose dim on the axis is the sum of theirs; the \
+                 second is the result with the size `n` names",
             ));
         }
         crate::shape::runtime::checked_numel(&out.dims())?;
@@ -229,7 +230,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
                 op: "stack",
                 lhs: stacked,
                 rhs: out.dims(),
-                rule: "the new dim is the number of parts",
+                rule: "the first is the parts stacked, one per index of the new axis; the second \
+                       is the result with the size `n` names",
             });
         }
         crate::shape::runtime::checked_numel(&out.dims())?;

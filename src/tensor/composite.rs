@@ -179,9 +179,18 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// over fewer than two values. Its gradient is `(x − mean)/((n − 1)·std)`, and 0 where the
     /// values are all the same, as PyTorch's (the square root's slope there is infinite).
     ///
+    /// PyTorch's `keepdim=True`, here and for [`var`](Self::var) and
+    /// [`logsumexp`](Self::logsumexp): `unsqueeze` the result's axis back, a `One` that broadcasts.
+    ///
     /// ```
     /// use teenygrad::prelude::*;
-    /// assert_eq!(Tensor::from([[1.0, 3.0], [2.0, 2.0]]).std::<Axis<1>>().to_array(), [2f32.sqrt(), 0.0]);
+    /// let x = Tensor::from([[1.0, 3.0], [2.0, 2.0]]);
+    /// assert_eq!(x.std::<Axis<1>>().to_array(), [2f32.sqrt(), 0.0]);
+    /// // Each row standardized: PyTorch's `(x - x.mean(1, keepdim=True)) / x.std(1, keepdim=True)`.
+    /// let rows = Tensor::from([[1.0, 3.0], [2.0, 6.0]]);
+    /// let z = (rows.clone() - rows.mean_keepdim::<Axis<1>>()) / rows.std::<Axis<1>>().unsqueeze(Axis::<1>);
+    /// let half = std::f32::consts::FRAC_1_SQRT_2;
+    /// assert_eq!(z.to_array(), [[-half, half], [-half, half]]);
     /// ```
     pub fn std<Ax: Axes>(&self) -> Tensor<S::Output, G>
     where

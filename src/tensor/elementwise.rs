@@ -374,13 +374,20 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     where
         G: Join<G3>,
     {
-        for (lhs, rhs) in [(cond.shape, self.shape), (self.shape, other.shape)] {
-            if lhs != rhs {
+        let pairs = [
+            (
+                cond.shape,
+                "the condition (first) must have the shape of self (second)",
+            ),
+            (other.shape, "other (first) must have the shape of self (second)"),
+        ];
+        for (lhs, rule) in pairs {
+            if lhs != self.shape {
                 return Err(crate::error::Error::ShapeMismatch {
-                    op: "where",
+                    op: "where_else",
                     lhs: lhs.dims(),
-                    rhs: rhs.dims(),
-                    rule: "the condition and both branches must have the same shape",
+                    rhs: self.dims(),
+                    rule,
                 });
             }
         }
