@@ -509,6 +509,22 @@ fn read_tensors_lists_a_file_for_renaming() {
 }
 
 #[test]
+fn a_bare_tensor_round_trips_and_its_error_says_it_is_unnamed() {
+    let t = Tensor::from([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]).requires_grad();
+    let bytes = nn::to_bytes(&t).unwrap();
+    let mut same = Tensor::<Rank2<2, 3>>::zeros().requires_grad();
+    nn::from_bytes(&mut same, &bytes).unwrap();
+    assert_eq!(same.to_array(), t.to_array());
+    let mut other = Tensor::<Rank2<3, 2>>::zeros().requires_grad();
+    let err = nn::from_bytes(&mut other, &bytes).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("safetensors data: tensor \"\" (unnamed): has shape [2, 3]"),
+        "{err}"
+    );
+}
+
+#[test]
 fn wrong_shape_is_rejected() {
     let mut entries = entries_of(&seeded_mlp(5));
     // The same 32 values as [4, 8] (transposed layout) instead of [8, 4].

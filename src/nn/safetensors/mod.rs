@@ -180,6 +180,8 @@ fn io_error(path: &Path, e: std::io::Error) -> Error {
 }
 
 pub(crate) fn tensor_error(source: &str, name: &str, message: impl Into<String>) -> Error {
+    // A bare tensor saved on its own is the entry with no name.
+    let name = if name.is_empty() { "\"\" (unnamed)" } else { name };
     Error::Data {
         location: format!("{source}: tensor {name}"),
         message: message.into(),
