@@ -199,14 +199,15 @@ pub(super) struct Plans {
 /// an evaluation pass, a printed loss), and each run-time size is a structure of its own. With 8
 /// kept, a 64→128→10 step cycling through 20 batch sizes reused 8 schedules in 600 steps and took
 /// 1.4 times as long per step as at one size (one thread); with 32, it reused 588. More than this
-/// many and the least recently used is forgotten. A lookup compares descriptions one by one.
+/// many and the least recently used is forgotten. A lookup compares descriptions one by one,
+/// the most recently used first.
 const PLANS_KEPT: usize = 32;
 
 impl Plans {
     /// The plan of a graph with this description, which becomes the most recently used.
     pub(super) fn get(&mut self, signature: &Signature) -> Option<Rc<[Step]>> {
         let words = signature.words.as_ref()?;
-        let at = self.entries.iter().position(|(kept, _)| kept == words)?;
+        let at = self.entries.iter().rposition(|(kept, _)| kept == words)?;
         let entry = self.entries.remove(at);
         let steps = entry.1.clone();
         self.entries.push(entry);
