@@ -1622,3 +1622,39 @@ fn scalars() {
         vec![-3.0]
     );
 }
+
+/// One fused kernel of more than 64 instructions: a node read through two views is an
+/// instruction per view, so 15 levels of `v = (v + vᵀ)·0.5` after the pair `x·y + y` make a
+/// program of 65 instructions from fewer nodes. With AVX2 the first two run as a pair, and the
+/// 65th had been taken for the start of one too (a read past the program).
+#[test]
+fn a_fused_program_longer_than_64_instructions() {
+    let n = 12;
+    let grid = |k: usize, m: usize| -> Vec<f32> {
+        (0..n * n)
+            .map(|i| ((i * k % m) as f32) / m as f32 + 0.5)
+            .collect()
+    };
+    let x = LazyBuffer::from_vec(grid(37, 101), &[n, n]).unwrap();
+    let y = LazyBuffer::from_vec(grid(53, 97), &[n, n]).unwrap();
+    let half = LazyBuffer::full(&[n, n], 0.5);
+    let mut v = x.mul(&y).add(&y);
+    for _ in 0..15 {
+        v = v.add(&v.permute(&[1, 0])).mul(&half);
+    }
+    for k in 0..3 {
+        v = if k % 2 == 0 { v.sub(&y) } else { v.mul(&half) };
+    }
+    let want = reference::evaluate(&v);
+    let before = teenygrad::lazy::stats::get().kernels;
+    let got = v.to_vec();
+    assert_eq!(
+        teenygrad::lazy::stats::get().kernels - before,
+        1,
+        "one fused kernel"
+    );
+    // Values of a few units, each op rounded once in f32: about 20 roundings from the f64 value.
+    for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
+        assert!((g as f64 - w).abs() <= 1e-4, "element {i}: {g} against {w}");
+    }
+}

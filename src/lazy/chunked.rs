@@ -319,8 +319,9 @@ macro_rules! run_on {
                 let mut i = 0;
                 while let Some(instr) = program.get(i) {
                     $(
-                        if pairs >> i & 1 == 1 {
-                            // SAFETY: as below; the pair's second instruction exists (`pairs`).
+                        if i < 64 && pairs >> i & 1 == 1 {
+                            // SAFETY: as below; the pair's second instruction exists (`pairs`
+                            // marks `i` only where `i + 1` is among the first 64 instructions).
                             unsafe {
                                 let second = program.get_unchecked(i + 1);
                                 $execute_pair(instr, second, n_leaves + i, |v| value(v, start), dst(i + 1, start))
@@ -683,6 +684,42 @@ mod tests {
         // A long chain: pairs up to instruction 63.
         let chain: Vec<Instr> = (0..70).map(|i| b(Add, i, 0)).collect();
         assert_eq!(pairs(&chain, 1), 0x5555_5555_5555_5555);
+    }
+
+    /// A program longer than 64 instructions (a node read through several views is one
+    /// instruction per view) pairs only among its first 64: `pairs` has a bit for each of those,
+    /// and instruction 64 was taken as the start of a pair whenever bit 0 was set, reading past
+    /// the program when it was the last (found under Miri).
+    #[test]
+    fn a_program_past_64_instructions_pairs_only_within_them() {
+        let (a, b) = operands();
+        let len = a.len();
+        for total in [65, 66, 129, 130] {
+            // (a·b + b), a pair, then negated again and again.
+            let mut program = vec![
+                Instr::Binary(BinaryOp::Mul, 0, 1),
+                Instr::Binary(BinaryOp::Add, 2, 1),
+            ];
+            program.extend((2..total).map(|i| Instr::Unary(UnaryOp::Neg, 2 + i - 1)));
+            let Some(chunked) = Chunked::new(&program, 2) else {
+                assert!(isa_for(&[]).is_none());
+                return;
+            };
+            let mut tile = vec![0.0; total * CHUNK];
+            let mut out = vec![0.0; len];
+            // SAFETY: both leaves hold `len` values, `out` is separate, and `tile` has a chunk
+            // per instruction.
+            unsafe { chunked.run(&[a.as_ptr(), b.as_ptr()], 0, &mut tile, out.as_mut_ptr(), len) };
+            for i in 0..len {
+                let sum = binary_f32(BinaryOp::Add, binary_f32(BinaryOp::Mul, a[i], b[i]), b[i]);
+                let want = if (total - 2) % 2 == 0 { sum } else { -sum };
+                assert!(
+                    same(out[i], want),
+                    "{total} instructions, at {i}: {:e}, want {want:e}",
+                    out[i]
+                );
+            }
+        }
     }
 
     /// Each paired loop (every pair of ops, the result read on either side or both) gives the
