@@ -146,12 +146,12 @@ impl LazyBuffer {
 
     /// Independent samples, uniform in `[low, high)`, drawn from `rng` in row-major order. The range
     /// is the caller's to check ([`Tensor::try_uniform_in`](crate::tensor::Tensor::try_uniform_in)
-    /// refuses one that is empty or not finite).
+    /// refuses one with `low > high` or not finite).
     pub fn rand_uniform<R: Rng + ?Sized>(shape: &[usize], low: f32, high: f32, rng: &mut R) -> Self {
         let data = (0..numel(shape))
             .map(|_| {
                 let x = low + (high - low) * rng.random::<f32>();
-                // Rounding can carry a draw just below 1 up to `high` (1 in about 2^24 for [10,
+                // Rounding can carry a draw just below 1 up to `high` (4 draws in 2^24 for [10,
                 // 11)); the largest value below it keeps the range half-open.
                 if x < high { x } else { low.max(high.next_down()) }
             })

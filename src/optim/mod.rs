@@ -164,8 +164,6 @@ pub(crate) fn check_before_step<M: Params + ?Sized>(
     }
 }
 
-/// The panic of an optimizer whose state at parameter position `index` (`name`, of `len` values)
-/// holds `held` values: it belongs to another model.
 /// Panics, naming the optimizer, the setting and its value, unless `ok` (the settings are public
 /// fields, so they are checked at each step, before anything changes). `rule` says what the
 /// setting must be.
@@ -181,6 +179,8 @@ pub(crate) fn non_negative(value: f32) -> bool {
     (0.0..f32::INFINITY).contains(&value)
 }
 
+/// The panic of an optimizer whose state at parameter position `index` (`name`, of `len` values)
+/// holds `held` values: it belongs to another model.
 #[track_caller]
 pub(crate) fn state_mismatch(index: usize, name: &str, held: usize, len: usize) -> ! {
     panic!(
