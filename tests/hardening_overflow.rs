@@ -52,9 +52,22 @@ fn from_vec_with_an_overflowing_shape_is_an_error() {
         LazyBuffer::from_vec(vec![], &[2, 3, usize::MAX / 4]),
         &[2, 3, usize::MAX / 4],
     );
-    // A zero dim makes any other dim fit: an empty tensor.
+    // A zero dim makes any other dim fit: an empty tensor, wherever the zero is, so permuting
+    // one cannot overflow (`[usize::MAX, 2, 0]` had been refused, and reached by a permute,
+    // panicked).
     let empty = Tensor::from_vec(vec![], (0usize, usize::MAX)).unwrap();
     assert_eq!((empty.numel(), empty.to_vec()), (0, vec![]));
+    let empty = Tensor::try_zeros_in((0usize, usize::MAX, 2usize)).unwrap();
+    let permuted = empty.permute::<Axes3<1, 2, 0>>();
+    assert_eq!((permuted.numel(), permuted.to_vec()), (0, vec![]));
+    assert_eq!(
+        Tensor::try_zeros_in((usize::MAX, 2usize, 0usize))
+            .unwrap()
+            .numel(),
+        0
+    );
+    let lazy = LazyBuffer::from_vec(vec![], &[usize::MAX, 2, 0]).unwrap();
+    assert_eq!(lazy.permute(&[2, 0, 1]).to_vec(), vec![]);
 }
 
 #[test]

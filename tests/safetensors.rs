@@ -868,3 +868,17 @@ fn the_metadata_key_is_reserved_and_may_be_null() {
     nn::from_bytes(&mut model, &file).unwrap();
     assert_eq!(model.state_dict(), source.state_dict());
 }
+
+/// An entry with a 0 among huge dims holds no values, wherever the 0 is (its element count
+/// had overflowed when the 0 came last).
+#[test]
+fn an_empty_entry_with_huge_dims_reads_as_empty() {
+    for shape in [format!("[{},2,0]", usize::MAX), format!("[0,{},2]", usize::MAX)] {
+        let header = format!(r#"{{"t":{{"dtype":"F32","shape":{shape},"data_offsets":[0,0]}}}}"#);
+        let mut file = (header.len() as u64).to_le_bytes().to_vec();
+        file.extend(header.as_bytes());
+        let tensors = nn::parse_tensors(&file).unwrap();
+        assert_eq!(tensors.len(), 1, "{shape}");
+        assert!(tensors[0].2.is_empty(), "{shape}");
+    }
+}

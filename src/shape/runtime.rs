@@ -11,7 +11,12 @@ pub fn numel(shape: &[usize]) -> usize {
 }
 
 /// The number of elements of `shape`, or [`Error::ShapeOverflow`] if it does not fit in `usize`.
+/// A 0 anywhere makes it 0, however large the other dims: multiplied in order, `[usize::MAX, 2,
+/// 0]` overflowed where `[0, usize::MAX, 2]`, its permutation, did not.
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
+    if shape.contains(&0) {
+        return Ok(0);
+    }
     shape
         .iter()
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
@@ -132,6 +137,9 @@ mod tests {
         assert_eq!(numel(&[2, 3, 4]), 24);
         assert_eq!(numel(&[]), 1, "a scalar has one element");
         assert_eq!(numel(&[3, 0, 5]), 0);
+        // Wherever the 0 is.
+        assert_eq!(numel(&[usize::MAX, 2, 0]), 0);
+        assert_eq!(numel(&[0, usize::MAX, 2]), 0);
         assert!(matches!(
             checked_numel(&[usize::MAX, 2]),
             Err(Error::ShapeOverflow { .. })

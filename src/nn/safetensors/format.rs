@@ -196,11 +196,13 @@ impl TensorInfo {
     fn byte_size(&self) -> Result<u64, String> {
         let bits = dtype_bits(&self.dtype).ok_or_else(|| format!("unknown dtype `{}`", self.dtype))?;
         let overflow = || format!("dims {:?} overflow", self.dims);
-        let numel = self
-            .dims
-            .iter()
-            .try_fold(1u64, |n, &d| n.checked_mul(d as u64))
-            .ok_or_else(overflow)?;
+        // A 0 anywhere is no values, whatever the others (as a shape's element count).
+        let numel = match self.dims.contains(&0) {
+            true => 0,
+            false => (self.dims.iter())
+                .try_fold(1u64, |n, &d| n.checked_mul(d as u64))
+                .ok_or_else(overflow)?,
+        };
         let total_bits = numel.checked_mul(bits).ok_or_else(overflow)?;
         if total_bits % 8 != 0 {
             return Err(format!(
