@@ -519,6 +519,28 @@ fn tril_and_triu_keep_their_triangle_of_each_matrix() {
     assert!(empty.tril(0).to_vec().is_empty());
 }
 
+/// The documented limit of an f32 sum of squares. A change that keeps such a deviation finite
+/// (PyTorch's is) should change the docs with this test.
+#[test]
+fn var_and_std_overflow_where_their_squares_do() {
+    // Squares 1e38 + 1e38 < f32::MAX; 2e19² = 4e38 overflows.
+    let x = Tensor::from([1e19f32, -1e19]);
+    assert_eq!(x.var_with_correction::<Axis<0>>(0).item(), 1e38);
+    let x = Tensor::from([2e19f32, -2e19, 0.0]).requires_grad();
+    assert_eq!(x.var::<Axis<0>>().item(), f32::INFINITY);
+    let std = x.std::<Axis<0>>();
+    assert_eq!(std.item(), f32::INFINITY);
+    std.backward();
+    assert_eq!(x.grad().unwrap().to_vec(), [0.0; 3]);
+    // Differences from the first value that overflow: NaN.
+    assert!(
+        Tensor::from([3e38f32, -3e38, 0.0])
+            .var::<Axis<0>>()
+            .item()
+            .is_nan()
+    );
+}
+
 #[test]
 fn var_of_fewer_than_two_values_is_nan() {
     assert!(Tensor::from([3.0]).var::<Axis<0>>().item().is_nan());

@@ -155,6 +155,11 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// [`var`](Self::var)'s. Where `n <= correction` the divisor is 0, as PyTorch's: `inf`, or
     /// NaN where the values are all equal or there are none.
     ///
+    /// The squares are summed in f32, as every reduction here: where their sum passes
+    /// `f32::MAX` (≈ 3.4e38: one value 1.8e19 from the mean, or less over many) the variance is
+    /// `inf`, even where the division would have brought it back into range, and NaN where the
+    /// differences from the first value overflow too (values of both signs near `f32::MAX`).
+    ///
     /// ```
     /// use teenygrad::prelude::*;
     /// let x = Tensor::from([1.0, 2.0, 3.0, 4.0]);
@@ -207,6 +212,9 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// the values are all the same; where `n <= correction` the value is `inf` or NaN, as
     /// [`var_with_correction`](Self::var_with_correction)'s, and the gradient NaN (PyTorch's is
     /// as meaningless there: `±inf`, or finite from a negative divisor).
+    ///
+    /// Its sum of squares overflows as [`var_with_correction`](Self::var_with_correction)'s
+    /// does: the deviation is then `inf` and its gradient 0, where PyTorch's is finite.
     ///
     /// ```
     /// use teenygrad::prelude::*;
