@@ -1016,3 +1016,20 @@ fn a_backward_that_panics_changes_no_gradient() {
     (&w.exp() + &v).sum_all().backward();
     assert_eq!(v.grad_values(), Some(vec![1.0, 1.0]));
 }
+
+/// A backward that panics leaves the graph as it found it: the rules it took before finding
+/// the consumed one are given back, so the parts still whole can run.
+#[test]
+fn a_backward_that_panics_leaves_the_rest_of_the_graph_whole() {
+    let w = Tensor::from([1.0, 2.0]).requires_grad();
+    let v = Tensor::from([3.0, 4.0]).requires_grad();
+    let h = w.exp();
+    h.sum_all().backward();
+    let tripled = &v * 3.0;
+    let loss = tripled.sum_all() + h.sum_all();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loss.backward())).is_err();
+    assert!(panicked);
+    assert_eq!(v.grad_values(), None);
+    tripled.sum_all().backward();
+    assert_eq!(v.grad_values(), Some(vec![3.0, 3.0]));
+}

@@ -349,3 +349,56 @@ fn kernels_give_the_same_bits_on_any_thread_count() {
         }
     }
 }
+
+/// Two threads backpropagating through one shared part at once: one takes it, the other panics
+/// before any gradient changes (as a second backward on one thread does). Checked and then taken
+/// node by node, the loser could find the shared rule gone midway, after its other leaves had
+/// their gradients: 214 of 2,000 such races did, in a release build.
+#[test]
+fn concurrent_backwards_through_a_shared_part_change_nothing_when_they_panic() {
+    let chain = |mut t: Tensor<Rank1<3>, Tracked>| {
+        // A longer walk before the shared part is reached: a wider window for the race.
+        for _ in 0..20 {
+            t = t * 1.0;
+        }
+        t
+    };
+    // The expected panics, caught, would print 500 messages: only these threads' are silenced.
+    const RACER: &str = "backward race";
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if thread::current().name() != Some(RACER) {
+            report(info);
+        }
+    }));
+    let backward = |loss: Tensor<(), Tracked>, barrier: Arc<Barrier>| {
+        let run = move || {
+            barrier.wait();
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loss.backward())).is_ok()
+        };
+        thread::Builder::new()
+            .name(RACER.into())
+            .spawn(run)
+            .expect("a thread")
+    };
+    let mut wins = [0; 2];
+    for _ in 0..500 {
+        let w1 = Tensor::from([1.0, 2.0, 3.0]).requires_grad();
+        let w2 = Tensor::from([1.0, 1.0, 1.0]).requires_grad();
+        let shared = &w1 * 2.0;
+        let barrier = Arc::new(Barrier::new(2));
+        let a = backward(shared.sum_all() + chain(&w2 * 3.0).sum_all(), barrier.clone());
+        let b = backward(chain(shared.clone()).sum_all(), barrier);
+        let (a, b) = (a.join().expect("caught"), b.join().expect("caught"));
+        assert!(!(a && b), "the shared rule ran twice");
+        let (g1, g2) = (w1.grad_values(), w2.grad_values());
+        match (a, b) {
+            (true, false) => assert_eq!((g1, g2), (Some(vec![2.0; 3]), Some(vec![3.0; 3]))),
+            (false, true) => assert_eq!((g1, g2), (Some(vec![2.0; 3]), None)),
+            // Each took part of the shared graph, gave it back and panicked.
+            _ => assert_eq!((g1, g2), (None, None)),
+        }
+        wins[usize::from(b)] += usize::from(a || b);
+    }
+    eprintln!("wins (first, second): {wins:?}");
+}

@@ -271,24 +271,18 @@ impl Var {
     /// Backpropagates `seed` (the gradient of this value) into every leaf it depends on, then
     /// realizes the leaves' gradients together.
     ///
-    /// Panics, before any gradient changes, if part of the graph was already consumed by an
-    /// earlier `backward` (its rules are freed as they run) — build the forward pass again
-    /// instead.
+    /// Panics, before any gradient changes and leaving the graph as it was, if part of it was
+    /// already consumed by an earlier `backward` (its rules are freed as they run), or is being
+    /// consumed by one on another thread — build the forward pass again instead.
     #[track_caller]
     pub(crate) fn backward_with(&self, seed: LazyBuffer) {
-        const CONSUMED: &str =
-            "backward through a graph whose backward already ran; recompute the forward pass";
         let Some(root) = &self.node else { return };
         let order = topological_order(root);
-        // Checked up front: found midway, the leaves reached before would keep their gradients,
-        // and running backward again on a recomputed forward pass would add them twice.
-        let consumed = (order.iter())
-            .any(|node| matches!(&node.kind, NodeKind::Op { backward, .. } if lock(backward).is_none()));
-        assert!(!consumed, "{CONSUMED}");
+        let mut rules = take_rules(&order);
         let mut grads: FastMap<*const GradNode, LazyBuffer> = FastMap::default();
         grads.insert(Arc::as_ptr(root), seed);
         let mut touched_leaves = Vec::new();
-        for &node in order.iter().rev() {
+        for (&node, rule) in order.iter().zip(&mut rules).rev() {
             let Some(grad) = grads.remove(&(node as *const GradNode)) else {
                 continue;
             };
@@ -303,9 +297,8 @@ impl Var {
                     });
                     touched_leaves.push(node);
                 }
-                NodeKind::Op { inputs, backward } => {
-                    // Another thread's backward through a shared part can still take it first.
-                    let rule = lock(backward).take().expect(CONSUMED);
+                NodeKind::Op { inputs, .. } => {
+                    let rule = rule.take().expect("every operation's rule was taken");
                     let input_grads = rule(&grad);
                     debug_assert_eq!(input_grads.len(), inputs.len());
                     for (input, g) in inputs.iter().zip(input_grads) {
@@ -329,6 +322,44 @@ impl Var {
             .collect();
         LazyBuffer::realize_all(&leaf_grads.iter().collect::<Vec<_>>());
     }
+}
+
+/// The backward rule of every operation in `order` (`None` for a leaf), taken all or none.
+///
+/// Panics, having put back those it took, if one was taken before. Found midway through the
+/// backward pass, the leaves reached first would keep their gradients (and the recomputed
+/// backward the message asks for would add them twice); checked first and taken as the pass
+/// reaches them, another thread's backward through a shared part could take one in between.
+#[track_caller]
+fn take_rules(order: &[&GradNode]) -> Vec<Option<BackwardFn>> {
+    fn rule_slot(node: &GradNode) -> Option<&Mutex<Option<BackwardFn>>> {
+        match &node.kind {
+            NodeKind::Op { backward, .. } => Some(backward),
+            NodeKind::Leaf { .. } => None,
+        }
+    }
+    let mut rules = Vec::with_capacity(order.len());
+    for &node in order {
+        let Some(slot) = rule_slot(node) else {
+            rules.push(None);
+            continue;
+        };
+        match lock(slot).take() {
+            Some(rule) => rules.push(Some(rule)),
+            None => {
+                for (&node, rule) in order.iter().zip(rules) {
+                    if let (Some(slot), Some(rule)) = (rule_slot(node), rule) {
+                        *lock(slot) = Some(rule);
+                    }
+                }
+                panic!(
+                    "backward through a graph whose backward already ran (or is running on \
+                     another thread); recompute the forward pass"
+                );
+            }
+        }
+    }
+    rules
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

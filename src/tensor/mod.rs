@@ -249,7 +249,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// recursion and realizes the leaves' gradients. Each operation's backward rule is freed as it
     /// runs, so a graph is backpropagated once: a second `backward()` through the same operations
     /// panics (reported at the line that called `backward`), before any gradient changes; build
-    /// the forward pass again instead.
+    /// the forward pass again instead. So does one through operations another thread's
+    /// `backward()` is running through at the same time (only one of them can take them).
     #[track_caller]
     pub fn backward(&self)
     where
