@@ -129,7 +129,11 @@ pub(crate) fn run(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
         // Taking the lock after the workers' last release of it makes their writes visible here.
         slot.panic.take()
     };
-    if let Some(payload) = mine.or(panic) {
+    let mut first = mine;
+    if let Some(payload) = panic {
+        keep_first(&mut first, payload);
+    }
+    if let Some(payload) = first {
         resume_unwind(payload);
     }
 }
@@ -155,8 +159,19 @@ fn claim_all(task: &(dyn Fn(usize) + Sync), next: &AtomicUsize, tasks: usize) ->
             return first_panic;
         }
         if let Err(payload) = catch_unwind(AssertUnwindSafe(|| task(i))) {
-            first_panic.get_or_insert(payload);
+            keep_first(&mut first_panic, payload);
         }
+    }
+}
+
+/// Keeps `payload` in `first` if that is empty; leaks it otherwise. A payload is any value a
+/// task passed to `panic_any`, and its `Drop` may panic too: dropped in [`claim_all`] on the
+/// caller's thread, that would unwind [`run`] while workers still use the job it lent them; on a
+/// worker, end the worker before it leaves the job, and the caller would wait for ever.
+fn keep_first(first: &mut Option<Box<dyn Any + Send>>, payload: Box<dyn Any + Send>) {
+    match first {
+        None => *first = Some(payload),
+        Some(_) => std::mem::forget(payload),
     }
 }
 
@@ -265,7 +280,7 @@ fn work(pool: &'static Pool) {
         let panic = claim_all(job.task, job.next, job.tasks);
         let mut slot = pool.lock();
         if let Some(payload) = panic {
-            slot.panic.get_or_insert(payload);
+            keep_first(&mut slot.panic, payload);
         }
         slot.joined -= 1;
         pool.active.store(slot.joined, Ordering::Release);
@@ -336,6 +351,37 @@ mod tests {
         }));
         assert!(result.is_err());
         assert_eq!(finished.load(Ordering::Relaxed), 7);
+        // The pool still works afterwards.
+        let hits = AtomicU64::new(0);
+        run(4, &|_| {
+            hits.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(hits.load(Ordering::Relaxed), 4);
+    }
+
+    /// Tasks that panic with payloads whose `Drop` panics as well: the first is resumed for the
+    /// caller to handle, the others are never dropped inside the pool (one dropped in a claim
+    /// loop unwound out of it).
+    #[test]
+    fn payloads_that_panic_when_dropped_stay_in_their_box() {
+        struct Bomb;
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                panic!("a payload's drop");
+            }
+        }
+        for through_pool in [false, true] {
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                let task = |_: usize| std::panic::panic_any(Bomb);
+                match through_pool {
+                    true => run(6, &task),
+                    false => _ = claim_all(&task, &AtomicUsize::new(0), 6).map(resume_unwind),
+                }
+            }));
+            let payload = result.expect_err("a task panicked");
+            assert!(payload.is::<Bomb>());
+            std::mem::forget(payload);
+        }
         // The pool still works afterwards.
         let hits = AtomicU64::new(0);
         run(4, &|_| {
