@@ -20,6 +20,9 @@
 //! # Ok::<(), teenygrad::Error>(())
 //! ```
 //!
+//! The examples use `rand` 0.9, the version every random constructor takes, re-exported as
+//! [`teenygrad::rand`](rand): depend on `rand = "0.9"`, or import it from there.
+//!
 //! Reductions take their axes as types: `x.sum::<Axis<1>>()`, `x.mean_keepdim::<Axis<1>>()`,
 //! `x.sum_all()`. The README (on the repository) has a PyTorch-to-teenygrad table, the compile
 //! errors the shape types give, and the performance figures.
