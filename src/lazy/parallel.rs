@@ -166,8 +166,8 @@ fn claim_all(task: &(dyn Fn(usize) + Sync), next: &AtomicUsize, tasks: usize) ->
 
 /// Keeps `payload` in `first` if that is empty; leaks it otherwise. A payload is any value a
 /// task passed to `panic_any`, and its `Drop` may panic too: dropped in [`claim_all`] on the
-/// caller's thread, that would unwind [`run`] while workers still use the job it lent them; on a
-/// worker, end the worker before it leaves the job, and the caller would wait for ever.
+/// caller's thread, it would unwind [`run`] while workers still use the job it lent them; on a
+/// worker, it would end that worker inside the job, and the caller would wait for ever.
 fn keep_first(first: &mut Option<Box<dyn Any + Send>>, payload: Box<dyn Any + Send>) {
     match first {
         None => *first = Some(payload),

@@ -11,8 +11,8 @@ pub fn numel(shape: &[usize]) -> usize {
 }
 
 /// The number of elements of `shape`, or [`Error::ShapeOverflow`] if it does not fit in `usize`.
-/// A 0 anywhere makes it 0, however large the other dims: multiplied in order, `[usize::MAX, 2,
-/// 0]` overflowed where `[0, usize::MAX, 2]`, its permutation, did not.
+/// A 0 anywhere makes it 0, however large the other dims, so whether a shape fits does not
+/// depend on the order of its dims (a permutation of `[0, usize::MAX, 2]` is empty too).
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
     if shape.contains(&0) {
         return Ok(0);
