@@ -447,6 +447,59 @@ fn clamp_matches_torch_values_and_gradients() {
     assert_eq!(w.grad().unwrap().to_array(), [6.0, 0.0]);
 }
 
+/// Against the definition, bit for bit, over values and bounds drawn from a set with signed
+/// zeros, infinities, NaN and the bounds themselves: the value is `lo` only where `x < lo`, then
+/// `hi` only where `hi <` that, else `x` (so `-0.0` stays `-0.0` at a bound of `0.0`); the
+/// gradient is the upstream one exactly where `lo <= x <= hi` and `+0.0` elsewhere, even where
+/// the upstream one is NaN or infinite.
+#[test]
+fn clamp_is_its_definition_bit_for_bit() {
+    let special = [
+        -0.0,
+        0.0,
+        1.0,
+        -1.0,
+        0.5,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        2.5,
+    ];
+    let mut rng = StdRng::seed_from_u64(23);
+    let pick = |rng: &mut StdRng| match rng.random_range(0..3) {
+        0 => special[rng.random_range(0..special.len())],
+        _ => rng.random_range(-3.0f32..3.0),
+    };
+    for _ in 0..200 {
+        let (lo, hi) = (pick(&mut rng), pick(&mut rng));
+        if lo.is_nan() || hi.is_nan() {
+            continue;
+        }
+        let xs: Vec<f32> = (0..16).map(|_| pick(&mut rng)).collect();
+        let ups: Vec<f32> = (0..16).map(|_| pick(&mut rng)).collect();
+        let x = Tensor::<Rank1<16>>::from_vec(xs.clone(), Default::default())
+            .unwrap()
+            .requires_grad();
+        let up = Tensor::<Rank1<16>>::from_vec(ups.clone(), Default::default()).unwrap();
+        let y = x.clamp(lo, hi);
+        (&y * &up).sum_all().backward();
+        let (values, grads) = (y.to_vec(), x.grad_values().unwrap());
+        for (k, &v) in xs.iter().enumerate() {
+            let raised = if v < lo { lo } else { v };
+            let want = if hi < raised { hi } else { raised };
+            let want_grad = if lo <= v && v <= hi { ups[k] } else { 0.0 };
+            let at = format!("clamp({v}, {lo}, {hi}) with upstream {}", ups[k]);
+            assert_eq!(values[k].to_bits(), want.to_bits(), "{at}: {}", values[k]);
+            assert_eq!(
+                grads[k].to_bits(),
+                want_grad.to_bits(),
+                "{at}: gradient {}",
+                grads[k]
+            );
+        }
+    }
+}
+
 #[test]
 #[should_panic(expected = "clamp: the bounds must be numbers, got [NaN, 1]")]
 fn clamp_with_a_nan_bound_panics() {

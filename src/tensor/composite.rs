@@ -273,13 +273,23 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
             !lo.is_nan() && !hi.is_nan(),
             "clamp: the bounds must be numbers, got [{lo}, {hi}]"
         );
-        let bound = |value: f32| Var::untracked(LazyBuffer::full(&self.dims(), value));
-        let (lo, hi, fixed) = (bound(lo), bound(hi), self.var.detach());
-        // Tracked only where `lo <= x`: below `lo` the bound, at a NaN the NaN, both untracked.
-        let raised = Var::where_(&fixed.binary(BinaryOp::CmpLt, &lo), &lo, &fixed);
-        let raised = Var::where_(&lo.binary(BinaryOp::CmpLe, &fixed), &self.var, &raised);
-        let above = hi.binary(BinaryOp::CmpLt, &raised.detach());
-        Tensor::from_var(self.shape, Var::where_(&above, &hi, &raised))
+        let dims = self.dims();
+        let x = self.var.buf().into_owned();
+        let (lo, hi) = (LazyBuffer::full(&dims, lo), LazyBuffer::full(&dims, hi));
+        // `max(lo, x)` is `x` at a tie and at a NaN, and `min(hi, ·)` likewise: the bits of
+        // taking `lo` only below it and `hi` only above it. Two ops where selecting by compares
+        // took six, and the gradient's mask is computed only by backward.
+        let value = hi.binary(BinaryOp::Min, &lo.binary(BinaryOp::Max, &x));
+        let var = Var::record(value, &[&self.var], || {
+            Box::new(move |g: &LazyBuffer| {
+                // `lo <= x <= hi`: false at a NaN, and everywhere when `lo > hi`.
+                let kept = lo
+                    .binary(BinaryOp::CmpLe, &x)
+                    .mul(&x.binary(BinaryOp::CmpLe, &hi));
+                [kept.where_(g, &LazyBuffer::full(&dims, 0.0))].into()
+            }) as crate::autograd::BackwardFn
+        });
+        Tensor::from_var(self.shape, var)
     }
 
     /// `self` where `keep(row, column)` holds over its last two axes, 0 elsewhere.
