@@ -1,8 +1,8 @@
 //! `nn::Dropout`: the share dropped, the kept values' scaling bit for bit with PyTorch's, the
 //! gradient's mask, modes, repeatability from the seed, the ends of `p`, and a place in a model.
 
-use rand::SeedableRng;
 use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use teenygrad::nn::Linear;
 use teenygrad::prelude::*;
 
@@ -136,6 +136,23 @@ fn masks_repeat_from_the_seed_and_a_clone_continues_the_stream() {
         Dropout::new(0.5, 10).forward(x).to_vec(),
         "another seed, other masks"
     );
+}
+
+/// The masks are `StdRng::seed_from_u64(seed)`'s draws, `random::<f64>() >= p` keeping a value,
+/// in order across calls, whatever the lengths (here odd ones, across the generator's blocks of
+/// 32 draws) and for `p` on either side of a draw.
+#[test]
+fn masks_are_the_seeded_generators_draws_in_order() {
+    for p in [0.1, 0.5, 0.9, 1.0 / 3.0] {
+        let dropout = Dropout::new(p, 99);
+        let mut rng = StdRng::seed_from_u64(99);
+        for len in [1usize, 3, 31, 33, 257, 1000] {
+            let x = Tensor::from_vec(vec![1.0; len], (len,)).unwrap();
+            let kept: Vec<bool> = dropout.forward(x).to_vec().iter().map(|&v| v != 0.0).collect();
+            let want: Vec<bool> = (0..len).map(|_| rng.random::<f64>() >= p).collect();
+            assert_eq!(kept, want, "p = {p}, {len} values");
+        }
+    }
 }
 
 #[test]

@@ -86,12 +86,26 @@ impl Dropout {
         } else {
             0.0
         };
+        // A value is kept where `rng.random::<f64>() >= p`. That draw is `(next_u64() >> 11) ·
+        // 2⁻⁵³`, and scaling by 2⁵³ is exact, so it is at least `p` exactly when those 53 bits
+        // are at least ⌈p·2⁵³⌉. The same `u64`s are drawn in bulk (filling a slice reads the
+        // stream in the same order), without a conversion each: a draw at a time, behind the
+        // iterator, took most of a 1M-value dropout's time.
+        let threshold = (self.p * (1u64 << 53) as f64).ceil() as u64;
+        let len = crate::shape::runtime::numel(shape);
+        let mut values = Vec::with_capacity(len);
+        let mut draws = [0u64; 256];
         let mut rng = self.generator();
-        let values = (0..crate::shape::runtime::numel(shape)).map(|_| {
-            let keep = rng.random::<f64>() >= self.p;
-            if keep { scale } else { 0.0 }
-        });
-        LazyBuffer::from_values(values, shape).expect("a mask's values fill its shape")
+        while values.len() < len {
+            let draws = &mut draws[..(len - values.len()).min(256)];
+            rng.fill(draws);
+            values.extend(
+                draws
+                    .iter()
+                    .map(|&u| if u >> 11 >= threshold { scale } else { 0.0 }),
+            );
+        }
+        LazyBuffer::from_vec(values, shape).expect("a mask's values fill its shape")
     }
 }
 
