@@ -402,3 +402,54 @@ fn concurrent_backwards_through_a_shared_part_change_nothing_when_they_panic() {
     }
     eprintln!("wins (first, second): {wins:?}");
 }
+
+/// Two backwards through many shared nodes reached in opposite orders: each may take some and
+/// find another gone, and must give its own back without waiting on the other's (holding a
+/// node's lock while giving back, two such threads deadlocked within 100 races). Run on a thread
+/// of its own, so that a deadlock fails the test by its time limit instead of hanging it.
+#[test]
+fn concurrent_backwards_taking_shared_nodes_in_opposite_orders_finish() {
+    const RACER: &str = "opposite-order race";
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if thread::current().name() != Some(RACER) {
+            report(info);
+        }
+    }));
+    let (done, finished) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        for _ in 0..200 {
+            let leaves: Vec<_> = (0..200)
+                .map(|i| Tensor::from([i as f32]).requires_grad())
+                .collect();
+            let shared: Vec<_> = leaves.iter().map(|w| w * 2.0).collect();
+            let sum = |parts: &mut dyn Iterator<Item = &Tensor<Rank1<1>, Tracked>>| {
+                let first = parts.next().expect("parts").sum_all();
+                parts.fold(first, |acc, p| acc + p.sum_all())
+            };
+            let forward = sum(&mut shared.iter());
+            let reverse = sum(&mut shared.iter().rev());
+            let barrier = Arc::new(Barrier::new(2));
+            let racers: Vec<_> = [forward, reverse]
+                .map(|loss| {
+                    let barrier = barrier.clone();
+                    let run = move || {
+                        barrier.wait();
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loss.backward())).is_ok()
+                    };
+                    thread::Builder::new()
+                        .name(RACER.into())
+                        .spawn(run)
+                        .expect("a thread")
+                })
+                .into_iter()
+                .map(|racer| racer.join().expect("caught"))
+                .collect();
+            assert!(!(racers[0] && racers[1]), "the shared rules ran twice");
+        }
+        done.send(()).expect("the test waits");
+    });
+    finished
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("200 races finish (a timeout is a deadlock)");
+}

@@ -344,7 +344,11 @@ fn take_rules(order: &[&GradNode]) -> Vec<Option<BackwardFn>> {
             rules.push(None);
             continue;
         };
-        match lock(slot).take() {
+        // Taken in a statement of its own: as a `match` scrutinee, the guard would be held
+        // while the rules are given back below, and two threads giving back rules of two shared
+        // nodes, each holding the one the other needs, would wait for each other for ever.
+        let taken = lock(slot).take();
+        match taken {
             Some(rule) => rules.push(Some(rule)),
             None => {
                 for (&node, rule) in order.iter().zip(rules) {
