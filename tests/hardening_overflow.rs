@@ -52,22 +52,17 @@ fn from_vec_with_an_overflowing_shape_is_an_error() {
         LazyBuffer::from_vec(vec![], &[2, 3, usize::MAX / 4]),
         &[2, 3, usize::MAX / 4],
     );
-    // A zero dim makes any other dim fit: an empty tensor, wherever the zero is, so permuting
-    // one cannot overflow (`[usize::MAX, 2, 0]` had been refused, and reached by a permute,
-    // panicked).
+    // A zero dim makes an empty tensor, but the other dims must still multiply within range,
+    // wherever the zero is: so a permutation of a valid shape is valid (`[0, usize::MAX, 2]`
+    // had been accepted, and permuted to `[usize::MAX, 2, 0]`, panicked).
     let empty = Tensor::from_vec(vec![], (0usize, usize::MAX)).unwrap();
     assert_eq!((empty.numel(), empty.to_vec()), (0, vec![]));
-    let empty = Tensor::try_zeros_in((0usize, usize::MAX, 2usize)).unwrap();
-    let permuted = empty.permute::<Axes3<1, 2, 0>>();
-    assert_eq!((permuted.numel(), permuted.to_vec()), (0, vec![]));
-    assert_eq!(
-        Tensor::try_zeros_in((usize::MAX, 2usize, 0usize))
-            .unwrap()
-            .numel(),
-        0
-    );
-    let lazy = LazyBuffer::from_vec(vec![], &[usize::MAX, 2, 0]).unwrap();
-    assert_eq!(lazy.permute(&[2, 0, 1]).to_vec(), vec![]);
+    let permuted = Tensor::try_zeros_in((usize::MAX, 0usize)).unwrap().t();
+    assert_eq!((permuted.numel(), (&permuted + &permuted).to_vec()), (0, vec![]));
+    for shape in [[0, usize::MAX, 2], [usize::MAX, 2, 0], [usize::MAX, 0, 2]] {
+        overflow(Tensor::try_zeros_in((shape[0], shape[1], shape[2])), &shape);
+        overflow(LazyBuffer::from_vec(vec![], &shape), &shape);
+    }
 }
 
 #[test]

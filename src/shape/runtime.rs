@@ -10,19 +10,21 @@ pub fn numel(shape: &[usize]) -> usize {
     checked_numel(shape).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The number of elements of `shape`, or [`Error::ShapeOverflow`] if it does not fit in `usize`.
-/// A 0 anywhere makes it 0, however large the other dims, so whether a shape fits does not
-/// depend on the order of its dims (a permutation of `[0, usize::MAX, 2]` is empty too).
+/// The number of elements of `shape` (0 if any dim is 0), or [`Error::ShapeOverflow`] if its
+/// dims other than 0 multiply past `usize`. So whether a shape fits does not depend on the
+/// order of its dims (a permutation of a valid shape is valid), and every product of some of
+/// its dims fits: the kernels compute strides and offsets from them unchecked. (Multiplied in
+/// order, `[0, usize::MAX, 2]` was accepted, its strides overflowing, and `[usize::MAX, 2, 0]`
+/// refused.)
 pub fn checked_numel(shape: &[usize]) -> Result<usize> {
-    if shape.contains(&0) {
-        return Ok(0);
-    }
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| Error::ShapeOverflow {
+    let nonzero = (shape.iter().filter(|&&d| d != 0)).try_fold(1usize, |acc, &d| acc.checked_mul(d));
+    match nonzero {
+        Some(count) if !shape.contains(&0) => Ok(count),
+        Some(_) => Ok(0),
+        None => Err(Error::ShapeOverflow {
             shape: shape.to_vec(),
-        })
+        }),
+    }
 }
 
 /// `shape` with `pads[d] = (before, after)` added to each dim, or `None` if the ranks differ or
@@ -137,9 +139,11 @@ mod tests {
         assert_eq!(numel(&[2, 3, 4]), 24);
         assert_eq!(numel(&[]), 1, "a scalar has one element");
         assert_eq!(numel(&[3, 0, 5]), 0);
-        // Wherever the 0 is.
-        assert_eq!(numel(&[usize::MAX, 2, 0]), 0);
-        assert_eq!(numel(&[0, usize::MAX, 2]), 0);
+        assert_eq!(numel(&[0, usize::MAX]), 0);
+        // Dims other than 0 that overflow, wherever the 0 is.
+        for shape in [[usize::MAX, 2, 0], [0, usize::MAX, 2], [usize::MAX, 0, 2]] {
+            assert!(matches!(checked_numel(&shape), Err(Error::ShapeOverflow { .. })));
+        }
         assert!(matches!(
             checked_numel(&[usize::MAX, 2]),
             Err(Error::ShapeOverflow { .. })
