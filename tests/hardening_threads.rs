@@ -350,6 +350,31 @@ fn kernels_give_the_same_bits_on_any_thread_count() {
     }
 }
 
+/// The name of threads that race backwards: their panics are expected and caught, and would
+/// print a message each, so the panic hook stays quiet for them alone.
+const RACER: &str = "backward race";
+
+/// Runs `loss.backward()` on a racer thread once `barrier` opens; true if it did not panic.
+fn race_backward(loss: Tensor<(), Tracked>, barrier: Arc<Barrier>) -> thread::JoinHandle<bool> {
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        let report = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if thread::current().name() != Some(RACER) {
+                report(info);
+            }
+        }));
+    });
+    let run = move || {
+        barrier.wait();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loss.backward())).is_ok()
+    };
+    thread::Builder::new()
+        .name(RACER.into())
+        .spawn(run)
+        .expect("a thread")
+}
+
 /// Two threads backpropagating through one shared part at once: one takes it, the other panics
 /// before any gradient changes (as a second backward on one thread does). Checked and then taken
 /// node by node, the loser could find the shared rule gone midway, after its other leaves had
@@ -363,32 +388,14 @@ fn concurrent_backwards_through_a_shared_part_change_nothing_when_they_panic() {
         }
         t
     };
-    // The expected panics, caught, would print 500 messages: only these threads' are silenced.
-    const RACER: &str = "backward race";
-    let report = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if thread::current().name() != Some(RACER) {
-            report(info);
-        }
-    }));
-    let backward = |loss: Tensor<(), Tracked>, barrier: Arc<Barrier>| {
-        let run = move || {
-            barrier.wait();
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loss.backward())).is_ok()
-        };
-        thread::Builder::new()
-            .name(RACER.into())
-            .spawn(run)
-            .expect("a thread")
-    };
     let mut wins = [0; 2];
     for _ in 0..500 {
         let w1 = Tensor::from([1.0, 2.0, 3.0]).requires_grad();
         let w2 = Tensor::from([1.0, 1.0, 1.0]).requires_grad();
         let shared = &w1 * 2.0;
         let barrier = Arc::new(Barrier::new(2));
-        let a = backward(shared.sum_all() + chain(&w2 * 3.0).sum_all(), barrier.clone());
-        let b = backward(chain(shared.clone()).sum_all(), barrier);
+        let a = race_backward(shared.sum_all() + chain(&w2 * 3.0).sum_all(), barrier.clone());
+        let b = race_backward(chain(shared.clone()).sum_all(), barrier);
         let (a, b) = (a.join().expect("caught"), b.join().expect("caught"));
         assert!(!(a && b), "the shared rule ran twice");
         let (g1, g2) = (w1.grad_values(), w2.grad_values());
@@ -409,13 +416,6 @@ fn concurrent_backwards_through_a_shared_part_change_nothing_when_they_panic() {
 /// of its own, so that a deadlock fails the test by its time limit instead of hanging it.
 #[test]
 fn concurrent_backwards_taking_shared_nodes_in_opposite_orders_finish() {
-    const RACER: &str = "opposite-order race";
-    let report = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if thread::current().name() != Some(RACER) {
-            report(info);
-        }
-    }));
     let (done, finished) = std::sync::mpsc::channel();
     thread::spawn(move || {
         for _ in 0..200 {
@@ -430,21 +430,8 @@ fn concurrent_backwards_taking_shared_nodes_in_opposite_orders_finish() {
             let forward = sum(&mut shared.iter());
             let reverse = sum(&mut shared.iter().rev());
             let barrier = Arc::new(Barrier::new(2));
-            let racers: Vec<_> = [forward, reverse]
-                .map(|loss| {
-                    let barrier = barrier.clone();
-                    let run = move || {
-                        barrier.wait();
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loss.backward())).is_ok()
-                    };
-                    thread::Builder::new()
-                        .name(RACER.into())
-                        .spawn(run)
-                        .expect("a thread")
-                })
-                .into_iter()
-                .map(|racer| racer.join().expect("caught"))
-                .collect();
+            let racers = [forward, reverse].map(|loss| race_backward(loss, barrier.clone()));
+            let racers = racers.map(|racer| racer.join().expect("caught"));
             assert!(!(racers[0] && racers[1]), "the shared rules ran twice");
         }
         done.send(()).expect("the test waits");
