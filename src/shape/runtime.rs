@@ -5,7 +5,8 @@ use crate::error::{Error, Result};
 
 /// The number of elements of `shape` (1 for a scalar, 0 if any dim is 0).
 ///
-/// Panics if the count overflows `usize`; [`checked_numel`] is the fallible twin.
+/// Panics where [`checked_numel`], its fallible twin, refuses the shape (dims other than 0 that
+/// multiply past `usize`).
 pub fn numel(shape: &[usize]) -> usize {
     checked_numel(shape).unwrap_or_else(|e| panic!("{e}"))
 }
