@@ -196,12 +196,8 @@ impl TensorInfo {
     fn byte_size(&self) -> Result<u64, String> {
         let bits = dtype_bits(&self.dtype).ok_or_else(|| format!("unknown dtype `{}`", self.dtype))?;
         let overflow = || format!("dims {:?} overflow", self.dims);
-        // As a shape's element count: the dims other than 0 must multiply within range,
-        // whatever their order, and a 0 among them means no values.
-        let nonzero = (self.dims.iter().filter(|&&d| d != 0))
-            .try_fold(1u64, |n, &d| n.checked_mul(d as u64))
-            .ok_or_else(overflow)?;
-        let numel = if self.dims.contains(&0) { 0 } else { nonzero };
+        // A shape's own rule: the dims other than 0 multiply within `usize`, in any order.
+        let numel = crate::shape::runtime::checked_numel(&self.dims).map_err(|_| overflow())? as u64;
         let total_bits = numel.checked_mul(bits).ok_or_else(overflow)?;
         if total_bits % 8 != 0 {
             return Err(format!(
