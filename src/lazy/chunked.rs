@@ -437,6 +437,7 @@ unsafe fn execute_chunk(
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 unsafe fn execute_chunk_avx2(instr: &Instr, _: bool, value: impl Fn(usize) -> *const f32, out: *mut f32) {
+    use super::math;
     use super::ops::{BinaryOp as B, UnaryOp as U};
     use std::arch::x86_64::*;
     let zero = _mm256_setzero_ps();
@@ -463,14 +464,19 @@ unsafe fn execute_chunk_avx2(instr: &Instr, _: bool, value: impl Fn(usize) -> *c
         Instr::Unary(U::Relu, a) => lanes!(x = a => _mm256_max_ps(zero, x)),
         Instr::Unary(U::Recip, a) => lanes!(x = a => _mm256_div_ps(one, x)),
         Instr::Unary(U::Sqrt, a) => lanes!(x = a => _mm256_sqrt_ps(x)),
-        Instr::Unary(U::Exp, a) => lanes!(x = a => super::math::exp_avx2(x)),
-        Instr::Unary(U::Log, a) => lanes!(x = a => super::math::log_avx2(x)),
-        Instr::Unary(U::Tanh, a) => lanes!(x = a => super::math::tanh_avx2(x)),
-        Instr::Unary(U::Erf, a) => lanes!(x = a => super::math::erf_avx2(x)),
-        Instr::Unary(U::Gelu, a) => lanes!(x = a => super::math::gelu_avx2(x)),
+        // A chunk within the exponent's normal range (most are) scales by one exponent add.
+        // SAFETY: the chunk holds `CHUNK` values, a multiple of 8.
+        Instr::Unary(U::Exp, a) if unsafe { math::all_below_avx2(value(a), CHUNK, math::EXP_IN_RANGE) } => {
+            lanes!(x = a => math::exp_avx2_in_range(x))
+        }
+        Instr::Unary(U::Exp, a) => lanes!(x = a => math::exp_avx2(x)),
+        Instr::Unary(U::Log, a) => lanes!(x = a => math::log_avx2(x)),
+        Instr::Unary(U::Tanh, a) => lanes!(x = a => math::tanh_avx2(x)),
+        Instr::Unary(U::Erf, a) => lanes!(x = a => math::erf_avx2(x)),
+        Instr::Unary(U::Gelu, a) => lanes!(x = a => math::gelu_avx2(x)),
         // `1 / (1 + e^-x)`, `-x` by flipping the sign bit as scalar negation does.
         Instr::Unary(U::Sigmoid, a) => {
-            lanes!(x = a => _mm256_div_ps(one, _mm256_add_ps(one, super::math::exp_avx2(_mm256_xor_ps(x, sign)))))
+            lanes!(x = a => _mm256_div_ps(one, _mm256_add_ps(one, math::exp_avx2(_mm256_xor_ps(x, sign)))))
         }
         Instr::Binary(B::Add, a, b) => lanes!(x = a, y = b => _mm256_add_ps(x, y)),
         Instr::Binary(B::Sub, a, b) => lanes!(x = a, y = b => _mm256_sub_ps(x, y)),
@@ -661,6 +667,45 @@ mod tests {
         }
         // Every op with lanes on this CPU, and no other.
         assert_eq!(tested, expected);
+    }
+
+    /// `exp` over chunks wholly within its one-step range, and over chunks with one value past it
+    /// (in a different lane each time): the scalar form's bits in both.
+    #[test]
+    fn exp_matches_its_scalar_form_on_chunks_in_and_out_of_its_fast_range() {
+        let program = [Instr::Unary(UnaryOp::Exp, 0)];
+        let Some(chunked) = Chunked::new(&program, 1) else {
+            return;
+        };
+        let below = f32::from_bits(super::super::math::EXP_IN_RANGE.to_bits() - 1);
+        let spread = |i: usize| (i as f32 / (2 * CHUNK) as f32 - 1.0) * below;
+        let mut xs: Vec<f32> = (0..4 * CHUNK).map(spread).collect();
+        xs[..2].copy_from_slice(&[below, -below]);
+        for (k, outlier) in [
+            86.0,
+            -86.0,
+            -87.5,
+            -103.9,
+            88.7,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let start = xs.len();
+            xs.extend((0..CHUNK).map(|i| spread(3 * i)));
+            xs[start + 17 * k] = outlier;
+        }
+        let mut tile = vec![0.0; chunked.tile_len()];
+        let mut out = vec![0.0; xs.len()];
+        // SAFETY: the leaf and `out` hold `xs.len()` values each and do not overlap.
+        unsafe { chunked.run(&[xs.as_ptr()], 0, &mut tile, out.as_mut_ptr(), xs.len()) };
+        for (&x, &got) in xs.iter().zip(&out) {
+            let want = unary_f32(UnaryOp::Exp, x);
+            assert!(same(got, want), "exp({x:e}) = {got:e}, scalar {want:e}");
+        }
     }
 
     #[test]
