@@ -34,6 +34,7 @@
 pub(crate) mod autograd;
 pub mod data;
 pub mod error;
+mod file;
 pub mod lazy;
 pub mod nn;
 pub mod optim;

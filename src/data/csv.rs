@@ -382,7 +382,8 @@ fn shorten(field: &str) -> String {
 /// [`Error::Data`] (and nothing written) if the dataset could not be read back: it is empty, its
 /// `images` and `labels` differ in length, a label is not below 10, or a pixel is outside
 /// `[0, 1]`;
-/// [`Error::Io`] if the file cannot be written.
+/// [`Error::Io`] if the file cannot be written; then a file that was there is left as it was (the
+/// new one is written beside it and renamed over it once whole).
 ///
 /// ```
 /// use teenygrad::data::{toy_digits_split, write_csv};
@@ -442,7 +443,7 @@ pub fn write_csv(path: impl AsRef<Path>, data: &Dataset) -> Result<()> {
         }
         out.push('\n');
     }
-    std::fs::write(path, out).map_err(|e| Error::Io {
+    crate::file::write_replacing(path, out.as_bytes()).map_err(|e| Error::Io {
         path: name,
         message: e.to_string(),
     })

@@ -54,7 +54,8 @@ use sealed::ParamState;
 
 /// Writes `optimizer`'s state for `model`'s parameters to the file `path` (created or replaced),
 /// so a training run resumes where it stopped. An [`Error::Io`](crate::Error::Io) names the path
-/// if it cannot be written.
+/// if it cannot be written; then a file that was there is left as it was (the new one is written
+/// beside it and renamed over it once whole).
 ///
 /// A parameter `name`'s state is stored as the tensors `name.momentum_buffer` (SGD), or
 /// `name.exp_avg` and `name.exp_avg_sq` (Adam and AdamW), as PyTorch names them, each with the

@@ -41,7 +41,8 @@ const BYTES_SOURCE: &str = "safetensors data";
 /// Writes every parameter of `model` to the file `path` (created or replaced), in the safetensors
 /// format: each as an `F32` little-endian tensor under its dotted name, with its dims.
 ///
-/// An [`Error::Io`] names the path if it cannot be written.
+/// An [`Error::Io`] names the path if it cannot be written; then a file that was there is left
+/// as it was (the new one is written beside it and renamed over it once whole).
 pub fn save<M: Params + ?Sized>(model: &M, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     let bytes = encode(model, &path.display().to_string())?;
@@ -167,9 +168,10 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| io_error(path, e))
 }
 
-/// Writes `bytes` to the file at `path`, or returns an [`Error::Io`] naming it.
+/// Writes `bytes` to the file at `path`, replacing it only once all are written (so a failed write
+/// leaves an old file whole), or returns an [`Error::Io`] naming it.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|e| io_error(path, e))
+    crate::file::write_replacing(path, bytes).map_err(|e| io_error(path, e))
 }
 
 fn io_error(path: &Path, e: std::io::Error) -> Error {
