@@ -321,6 +321,21 @@ fn bad_files_are_rejected_and_change_nothing() {
         "is missing",
     );
     assert_rejected(b"not a file", source, "not a valid safetensors file");
+    // A sum of squares below zero, which would make NaN of the next step.
+    let mut negative = tensors.clone();
+    negative[3].2[5] = -1.0;
+    assert_rejected(
+        &file(&STEPS, &negative),
+        &at("0.bias.exp_avg_sq"),
+        "holds -1 at index 5",
+    );
+    // A step count for no parameter.
+    let ghost = [&STEPS[..], &[("ghost.step", "3")]].concat();
+    assert_rejected(
+        &file(&ghost, &tensors),
+        &at("ghost.step"),
+        "is not the step count of a parameter",
+    );
 }
 
 /// Momentum buffers into an SGD without momentum, which would ignore them, are refused.
@@ -336,6 +351,30 @@ fn momentum_buffers_need_momentum_to_load() {
     let empty = optim::state_to_bytes(&Sgd::new(0.1), &model).unwrap();
     assert_eq!(optim::state_to_bytes(&plain, &model).unwrap(), empty);
     optim::state_from_bytes(&mut Sgd::new(0.1).momentum(0.5), &model, &state).unwrap();
+    // SGD counts no steps: a step count in its file is refused, not ignored.
+    let buffers: Vec<_> = adam_tensors()
+        .into_iter()
+        .filter_map(|(name, dims, values)| {
+            Some((
+                name.strip_suffix(".exp_avg")?.to_string() + ".momentum_buffer",
+                dims,
+                values,
+            ))
+        })
+        .collect();
+    let with_step = file(&[("optimizer", "SGD"), ("0.bias.step", "3")], &buffers);
+    let err = optim::state_from_bytes(&mut Sgd::new(0.1).momentum(0.9), &model, &with_step).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("0.bias.step: is in the file's metadata, but this optimizer counts no steps"),
+        "{err}"
+    );
+    optim::state_from_bytes(
+        &mut Sgd::new(0.1).momentum(0.9),
+        &model,
+        &file(&[("optimizer", "SGD")], &buffers),
+    )
+    .unwrap();
 }
 
 /// Saving the state of an optimizer that stepped another model is the misuse `step` panics on.

@@ -191,6 +191,7 @@ impl Rule {
 impl super::checkpoint::sealed::State for Adam {
     const KIND: &'static str = "Adam";
     const TENSORS: &'static [&'static str] = &["exp_avg", "exp_avg_sq"];
+    const NON_NEGATIVE: &'static [&'static str] = &["exp_avg_sq"];
     const STEPS: bool = true;
 
     fn state(&self, index: usize) -> Option<ParamState> {

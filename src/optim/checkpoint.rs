@@ -36,6 +36,9 @@ pub(crate) mod sealed {
         const KIND: &'static str;
         /// The names of each parameter's state tensors.
         const TENSORS: &'static [&'static str];
+        /// The state tensors no run can leave a negative value in (a sum of squares): a file
+        /// with one is refused, where its next step would make NaN of every value.
+        const NON_NEGATIVE: &'static [&'static str] = &[];
         /// Whether each parameter's state counts its steps.
         const STEPS: bool;
         /// Why this optimizer, as configured, would not use state it loaded (SGD without
@@ -107,7 +110,9 @@ pub fn save_state<O: Stateful, M: Params + ?Sized>(
 ///
 /// The file must hold this kind of optimizer's state (metadata `optimizer`), and for each of the
 /// model's parameters either all of its state, with the parameter's dims, or none; nothing else;
-/// and the optimizer must use it (an SGD without momentum refuses momentum buffers).
+/// and the optimizer must use it (an SGD without momentum refuses momentum buffers); and
+/// `exp_avg_sq` must hold no negative value, and no step count (`name.step`) be left over. Other values load as saved, NaN and infinities too
+/// (as a model's parameters do).
 /// Anything else is an [`Error::Data`](crate::Error::Data) naming the file and the tensor; a
 /// file that cannot be read is an [`Error::Io`](crate::Error::Io). On any error the optimizer is
 /// unchanged.
@@ -201,12 +206,16 @@ fn decode_into<O: Stateful, M: Params + ?Sized>(
         }
     }
     let params = distinct_params(model);
+    let mut steps_used = HashSet::new();
     let positions = params.last().map_or(0, |(index, ..)| index + 1);
     let mut states: Vec<Option<ParamState>> = (0..positions).map(|_| None).collect();
     for (index, name, dims) in params {
         let key = |tensor: &str| format!("{name}.{tensor}");
         let found: Vec<_> = O::TENSORS.iter().map(|t| tensors.remove(&key(t))).collect();
         let step = metadata.get(&key("step")).filter(|_| O::STEPS);
+        if step.is_some() {
+            steps_used.insert(key("step"));
+        }
         if found.iter().all(Option::is_none) && step.is_none() {
             continue;
         }
@@ -224,6 +233,15 @@ fn decode_into<O: Stateful, M: Params + ?Sized>(
                     source,
                     &key(tensor),
                     format!("has shape {file_dims:?} in the file, but the parameter's is {dims:?}"),
+                ));
+            }
+            if O::NON_NEGATIVE.contains(tensor)
+                && let Some((at, value)) = data.iter().enumerate().find(|(_, v)| **v < 0.0)
+            {
+                return Err(tensor_error(
+                    source,
+                    &key(tensor),
+                    format!("holds {value} at index {at}, but a sum of squares is never negative"),
                 ));
             }
             values.push(data);
@@ -264,6 +282,18 @@ fn decode_into<O: Stateful, M: Params + ?Sized>(
             name,
             "is in the file but is not the state of a parameter of this model",
         ));
+    }
+    let unused_step = metadata
+        .keys()
+        .filter(|k| k.ends_with(".step") && !steps_used.contains(*k))
+        .min();
+    if let Some(name) = unused_step {
+        let why = if O::STEPS {
+            "is in the file's metadata but is not the step count of a parameter of this model"
+        } else {
+            "is in the file's metadata, but this optimizer counts no steps"
+        };
+        return Err(tensor_error(source, name, why));
     }
     optimizer.set_states(states);
     Ok(())
