@@ -4,6 +4,7 @@
 //! and checks the counts in a post-monomorphization const assert; shapes with `usize` dims are
 //! checked at run time.
 
+use super::runtime::checked_numel;
 use super::shapes::{ConstShape, Shape};
 use crate::error::{Error, Result};
 
@@ -38,7 +39,9 @@ pub(crate) const fn assert_same_rank<Src: Shape, Dst: Shape>() {
     }
 }
 
-/// `Ok` if `src` and `dst` hold the same number of elements, for shapes with `usize` dims.
+/// `Ok` if `src` and `dst` hold the same number of elements, for shapes with `usize` dims;
+/// [`Error::ShapeMismatch`] if they do not, [`Error::ShapeOverflow`] if either has more than
+/// `usize` can count.
 ///
 /// ```
 /// use teenygrad::shape::{Const, check_reshape};
@@ -46,7 +49,8 @@ pub(crate) const fn assert_same_rank<Src: Shape, Dst: Shape>() {
 /// assert!(check_reshape(&(4usize, Const::<3>), &(Const::<2>, 5usize)).is_err());
 /// ```
 pub fn check_reshape(src: &impl Shape, dst: &impl Shape) -> Result<()> {
-    if src.numel() == dst.numel() {
+    let (from, to) = (checked_numel(&src.dims())?, checked_numel(&dst.dims())?);
+    if from == to {
         Ok(())
     } else {
         Err(Error::ShapeMismatch {
@@ -78,5 +82,19 @@ mod tests {
                 rule: "reshape must keep the element count",
             })
         );
+    }
+
+    #[test]
+    fn a_shape_too_large_to_count_is_an_error() {
+        assert_eq!(
+            check_reshape(&(4usize,), &(usize::MAX, 2usize)),
+            Err(Error::ShapeOverflow {
+                shape: vec![usize::MAX, 2]
+            })
+        );
+        assert!(matches!(
+            check_reshape(&(usize::MAX, 3usize), &(4usize,)),
+            Err(Error::ShapeOverflow { .. })
+        ));
     }
 }
