@@ -133,6 +133,18 @@ fn run_time_batches_join_and_mismatches_are_errors() {
         }
         other => panic!("{:?}", other.map(|t| t.dims())),
     }
+    // Joined sizes that add up past usize: the inputs named, not a sum that could not be formed.
+    let huge = Tensor::<(usize,)>::try_zeros_in((usize::MAX - 1,)).unwrap();
+    let e = huge
+        .try_cat(&Tensor::<(usize,)>::zeros_in((5,)), Axis::<0>)
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "cat: shapes [{}] and [5] are incompatible (the joined axis's sizes add up past usize)",
+            usize::MAX - 1
+        )
+    );
 }
 
 #[test]

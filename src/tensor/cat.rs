@@ -88,8 +88,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 
     /// The fallible form of [`cat_in`](Self::cat_in): [`Error::ShapeMismatch`] naming the
-    /// shapes if a run-time dim differs or `n` is not the sum of the joined sizes
-    /// ([`Error::ShapeOverflow`] if the result's element count does not fit in `usize`).
+    /// shapes if a run-time dim differs, the joined sizes add up past `usize`, or `n` is not
+    /// their sum ([`Error::ShapeOverflow`] if the result's element count does not fit in `usize`).
     pub fn try_cat_in<S2, G2: GradMode, const I: usize, N: Dim>(
         &self,
         other: &Tensor<S2, G2>,
@@ -114,9 +114,12 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         }
         let out = self.shape.joined(n);
         let (a, b) = (lhs[axis], rhs[axis]);
+        if a.checked_add(b).is_none() {
+            return Err(mismatch(lhs, rhs, "the joined axis's sizes add up past usize"));
+        }
         if a.checked_add(b) != Some(n.size()) {
             let mut sum = lhs.clone();
-            sum[axis] = a.saturating_add(b);
+            sum[axis] = a + b;
             return Err(mismatch(
                 sum,
                 out.dims(),
