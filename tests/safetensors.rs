@@ -680,9 +680,11 @@ fn io_errors_name_the_path() {
     );
 }
 
-/// Two parameters under one name cannot be written (a file could not hold both).
+/// Two parameters under one name can be neither written (a file could not hold both) nor
+/// loaded (a file's one tensor of that name could not say which it is for), and a failed load
+/// leaves both as they were.
 #[test]
-fn duplicate_parameter_names_are_an_error_on_save() {
+fn duplicate_parameter_names_are_an_error_on_save_and_load() {
     struct Twice(Tensor<Rank1<2>, Tracked>, Tensor<Rank1<2>, Tracked>);
     impl Params for Twice {
         fn visit(&self, _: &str, f: &mut dyn FnMut(&str, &dyn Param)) {
@@ -698,11 +700,31 @@ fn duplicate_parameter_names_are_an_error_on_save() {
         Tensor::from([1.0, 2.0]).requires_grad(),
         Tensor::from([3.0, 4.0]).requires_grad(),
     );
+    let repeated = "w: two parameters of this module have this name, so saved state cannot tell them apart";
     let err = nn::to_bytes(&twice).unwrap_err();
+    assert_eq!(err.to_string(), format!("safetensors data: tensor {repeated}"));
+    let mut twice = twice;
+    let one = nn::to_bytes(&(Tensor::from([9.0, 9.0]),)).unwrap();
+    let one = one_renamed(&one, "0", "w");
+    let err = nn::from_bytes(&mut twice, &one).unwrap_err();
+    assert_eq!(err.to_string(), format!("safetensors data: tensor {repeated}"));
+    let err = twice
+        .load_state_dict(&[("w".into(), vec![2], vec![7.0, 7.0])])
+        .unwrap_err();
+    assert_eq!(err.to_string(), repeated);
     assert_eq!(
-        err.to_string(),
-        "safetensors data: tensor w: two parameters have this name"
+        (twice.0.to_vec(), twice.1.to_vec()),
+        (vec![1.0, 2.0], vec![3.0, 4.0])
     );
+}
+
+/// `bytes` of a file with one tensor named `from`, that tensor named `to` (as long a name).
+fn one_renamed(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let header_end = 8 + u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header = std::str::from_utf8(&bytes[8..header_end]).unwrap();
+    let renamed = header.replacen(&format!("{from:?}"), &format!("{to:?}"), 1);
+    [&bytes[..8], renamed.as_bytes(), &bytes[header_end..]].concat()
 }
 
 // ---------------------------------------------------------------------------------------------

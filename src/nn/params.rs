@@ -160,6 +160,12 @@ pub trait Params {
             });
         }
         let expected = self.named_dims();
+        if let Some((_, (name, _))) = first_repeated(&expected, |(name, _)| name.as_str()) {
+            return Err(Error::Data {
+                location: name.clone(),
+                message: REPEATED_NAME.into(),
+            });
+        }
         for (name, dims) in &expected {
             let found = state
                 .iter()
@@ -266,6 +272,10 @@ list_params!(Vec<M>; [M; N], const N);
 /// The first of `items` whose key equals an earlier one's, with its position: a name given twice
 /// in a state, or a field twice in a file's header. In one pass over a set of the keys seen, so a
 /// hostile header of millions of keys costs linear time, not quadratic.
+/// Why a module whose parameters repeat a name can be neither saved nor loaded by name.
+pub(crate) const REPEATED_NAME: &str =
+    "two parameters of this module have this name, so saved state cannot tell them apart";
+
 pub(crate) fn first_repeated<T, K: Hash + Eq + ?Sized>(
     items: &[T],
     key: impl Fn(&T) -> &K,

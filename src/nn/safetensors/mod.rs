@@ -29,9 +29,10 @@
 mod format;
 mod json;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use super::params::{REPEATED_NAME, first_repeated};
 use super::{NamedTensor, Params};
 use crate::error::{Error, Result};
 
@@ -226,11 +227,10 @@ pub(crate) fn file_error(source: &str, message: impl Into<String>) -> Error {
 
 fn encode<M: Params + ?Sized>(model: &M, source: &str) -> Result<Vec<u8>> {
     let state = model.state_dict();
-    let mut seen = HashSet::new();
-    if let Some((name, _, _)) = state.iter().find(|(name, _, _)| !seen.insert(name.as_str())) {
-        return Err(tensor_error(source, name, "two parameters have this name"));
+    if let Some((_, (name, _, _))) = first_repeated(&state, |(name, _, _)| name.as_str()) {
+        return Err(tensor_error(source, name, REPEATED_NAME));
     }
-    if seen.contains("__metadata__") {
+    if state.iter().any(|(name, _, _)| name == "__metadata__") {
         return Err(tensor_error(
             source,
             "__metadata__",
@@ -245,6 +245,9 @@ fn decode_into<M: Params + ?Sized>(model: &mut M, bytes: &[u8], source: &str) ->
     let mut file = (format::read(bytes).map_err(|message| file_error(source, message))?).tensors;
 
     let expected = model.named_dims();
+    if let Some((_, (name, _))) = first_repeated(&expected, |(name, _)| name.as_str()) {
+        return Err(tensor_error(source, name, REPEATED_NAME));
+    }
     let mut state = Vec::with_capacity(expected.len());
     for (name, dims) in &expected {
         let entry = file
