@@ -62,6 +62,14 @@ fn panics_report_the_callers_line() {
         images: vec![[0.0; teenygrad::data::FEATURES]],
         labels: vec![1],
     };
+    let bad = Dataset {
+        images: vec![[0.0; teenygrad::data::FEATURES]],
+        labels: vec![10],
+    };
+    let rg = Dataset {
+        images: vec![[0.0; teenygrad::data::FEATURES]],
+        labels: vec![1, 2],
+    };
     sgd.step(&mut layer);
     adam.step(&mut layer);
     let (emb, ids) = (Embedding::<4, 2>::init(&mut seeded(6)), &[1, 4][..]);
@@ -100,6 +108,9 @@ fn panics_report_the_callers_line() {
         ("clip_grad", line!(), Box::new(|| _ = clip(&mut lin, -1.0))),
         ("Batch", line!(), Box::new(|| _ = Batcher::new(9, 0, keep, r))),
         ("Dataset::gather", line!(), Box::new(|| drop(data.gather(&[1])))),
+        ("Dataset::gather: the", line!(), Box::new(|| drop(rg.gather(&[])))),
+        ("Dataset: sample 0", line!(), Box::new(|| _ = bad.class_counts())),
+        ("Dataset: sample", line!(), Box::new(|| _ = bad.majority_class())),
         ("render", line!(), Box::new(|| _ = render_digit(10, r2))),
         ("Embedding", line!(), Box::new(|| drop(emb.forward(ids)))),
         ("Embedding", line!(), Box::new(|| drop(chain.forward(ids)))),

@@ -119,7 +119,8 @@ impl Dataset {
     ///
     /// # Panics
     ///
-    /// If an index is not below `self.len()`.
+    /// If an index is not below `self.len()`, or `images` and `labels` differ in length (both
+    /// are public fields).
     ///
     /// ```
     /// use teenygrad::data::{Dataset, FEATURES};
@@ -133,6 +134,11 @@ impl Dataset {
     /// ```
     #[track_caller]
     pub fn gather(&self, indices: &[usize]) -> (Vec<f32>, Vec<usize>) {
+        let (images, labels) = (self.images.len(), self.labels.len());
+        assert!(
+            images == labels,
+            "Dataset::gather: the dataset has {images} images but {labels} labels"
+        );
         let mut images = Vec::with_capacity(indices.len() * FEATURES);
         let mut labels = Vec::with_capacity(indices.len());
         for &i in indices {

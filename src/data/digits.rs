@@ -65,7 +65,7 @@ impl Dataset {
     ///
     /// # Panics
     ///
-    /// If a label is not below [`CLASSES`].
+    /// If a label is not below [`CLASSES`], naming the sample and its label.
     ///
     /// ```
     /// use teenygrad::data::{Dataset, FEATURES};
@@ -73,10 +73,17 @@ impl Dataset {
     /// let data = Dataset { images: vec![[0.0; FEATURES]; 3], labels: vec![1, 1, 4] };
     /// assert_eq!(data.class_counts(), [0, 2, 0, 0, 1, 0, 0, 0, 0, 0]);
     /// ```
+    #[track_caller]
     pub fn class_counts(&self) -> [usize; CLASSES] {
         let mut counts = [0; CLASSES];
-        for &label in &self.labels {
-            counts[usize::from(label)] += 1;
+        for (i, &label) in self.labels.iter().enumerate() {
+            let Some(count) = counts.get_mut(usize::from(label)) else {
+                panic!(
+                    "Dataset: sample {i} has label {label}, but labels are 0..={}",
+                    CLASSES - 1
+                );
+            };
+            *count += 1;
         }
         counts
     }
@@ -95,6 +102,7 @@ impl Dataset {
     /// let data = Dataset { images: vec![[0.0; FEATURES]; 4], labels: vec![2, 5, 5, 2] };
     /// assert_eq!(data.majority_class(), 2);
     /// ```
+    #[track_caller]
     pub fn majority_class(&self) -> u8 {
         let counts = self.class_counts();
         let mut best = 0;

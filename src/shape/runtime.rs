@@ -56,8 +56,14 @@ pub(crate) fn write_contiguous_strides(shape: &[usize], strides: &mut [isize]) {
 
 /// The inverse permutation of `order`: `permute(permute(x, order), argsort(order)) == x`.
 ///
-/// `order` must be a permutation of `0..order.len()` (check it with [`check_permutation`]).
+/// # Panics
+/// If `order` is not a permutation of `0..order.len()` ([`check_permutation`] checks it without
+/// panicking), with that check's message.
+#[track_caller]
 pub fn argsort(order: &[usize]) -> Vec<usize> {
+    if let Err(e) = check_permutation(order, order.len()) {
+        panic!("argsort: {e}");
+    }
     let mut inverse = vec![0; order.len()];
     for (position, &axis) in order.iter().enumerate() {
         inverse[axis] = position;
@@ -169,6 +175,14 @@ mod tests {
     fn argsort_inverts_a_permutation() {
         assert_eq!(argsort(&[2, 0, 1]), vec![1, 2, 0]);
         assert_eq!(argsort(&[]), Vec::<usize>::new());
+        for bad in [&[5][..], &[0, 0], &[1, 2]] {
+            let message = std::panic::catch_unwind(|| argsort(bad)).unwrap_err();
+            let message = message.downcast_ref::<String>().unwrap();
+            assert!(
+                message.starts_with("argsort: axes ") && message.contains(&format!("{bad:?}")),
+                "{message}"
+            );
+        }
         let order = [3, 1, 0, 2];
         let inverse = argsort(&order);
         let shape = [10, 11, 12, 13];
