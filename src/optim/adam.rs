@@ -2,8 +2,7 @@
 
 use super::checkpoint::sealed::ParamState;
 use super::{
-    Optimizer, apply_updates, check_before_step, check_setting, flush_subnormal, non_negative, slot,
-    update_split,
+    Optimizer, apply_updates, check_before_step, check_setting, flush_below, non_negative, slot, update_split,
 };
 use crate::nn::Params;
 use crate::simd::simd_dispatch;
@@ -142,6 +141,11 @@ impl Optimizer for Adam {
                 decoupled,
                 inv_correction1,
                 inv_correction2,
+                tiny: if eps >= FLUSH_FROM_EPS {
+                    f32::MIN_POSITIVE
+                } else {
+                    0.0
+                },
             };
             update_split([p, m, v], g, |[p, m, v], g| update(rule, p, m, v, g));
         });
@@ -166,7 +170,15 @@ struct Rule {
     decoupled: bool,
     inv_correction1: f32,
     inv_correction2: f32,
+    /// Moments below this magnitude are flushed to 0 (see [`FLUSH_FROM_EPS`]).
+    tiny: f32,
 }
+
+/// The smallest `eps` with which Adam flushes subnormal moments to 0 (see the module docs): with
+/// `eps` at least this, a flushed moment moves the step by less than 4e-8 of it. Below, the step's
+/// size stops depending on `eps` (with `eps = 0` it is about `lr` whatever the gradient's scale),
+/// and flushing would change it: a second moment flushed to 0 divided by zero.
+const FLUSH_FROM_EPS: f32 = 1e-10;
 
 impl Rule {
     /// Updates `p` and its moments `m`, `v` from `g`. The slices are separate arguments so the
@@ -180,8 +192,8 @@ impl Rule {
             if shrink {
                 *p *= 1.0 - self.lr * self.weight_decay;
             }
-            *m = flush_subnormal(*m * self.b1 + g * (1.0 - self.b1));
-            *v = flush_subnormal(*v * self.b2 + g * g * (1.0 - self.b2));
+            *m = flush_below(*m * self.b1 + g * (1.0 - self.b1), self.tiny);
+            *v = flush_below(*v * self.b2 + g * g * (1.0 - self.b2), self.tiny);
             let denom = (*v * self.inv_correction2).sqrt() + self.eps;
             *p -= (*m * self.inv_correction1) / denom * self.lr;
         }

@@ -21,6 +21,8 @@
 //! State that decays toward zero (a momentum buffer whose gradient has stopped, Adam's moments)
 //! is flushed to 0 once it falls below the smallest normal `f32` (≈ 1.2e-38): subnormal
 //! arithmetic is up to a hundred times slower on x86, and the change is below 1.2e-38 per element.
+//! Adam with an `eps` below 1e-10 (`eps = 0`, say) flushes nothing: there a step's size no longer
+//! depends on the moments' scale, and a flushed second moment would divide by zero.
 
 mod adam;
 mod checkpoint;
@@ -170,7 +172,7 @@ pub(crate) fn check_before_step<M: Params + ?Sized>(
 #[track_caller]
 pub(crate) fn check_setting(optimizer: &str, name: &str, value: f32, ok: bool, rule: &str) {
     if !ok {
-        panic!("{optimizer}: {name} must be {rule} (PyTorch refuses it too), got {value}");
+        panic!("{optimizer}: {name} must be {rule}, got {value}");
     }
 }
 
@@ -201,5 +203,11 @@ pub(crate) fn slot<T>(states: &mut Vec<Option<T>>, index: usize) -> &mut Option<
 /// `x`, or 0 if `x` is subnormal (so decaying state does not fall into slow subnormal arithmetic).
 #[inline(always)]
 pub(crate) fn flush_subnormal(x: f32) -> f32 {
-    if x.abs() < f32::MIN_POSITIVE { 0.0 } else { x }
+    flush_below(x, f32::MIN_POSITIVE)
+}
+
+/// `x`, or 0 if its magnitude is below `tiny` (never, for a `tiny` of 0).
+#[inline(always)]
+pub(crate) fn flush_below(x: f32, tiny: f32) -> f32 {
+    if x.abs() < tiny { 0.0 } else { x }
 }
