@@ -39,12 +39,25 @@ where
 /// Mean squared error `mean((prediction - target)²)`, as PyTorch's `mse_loss`; NaN over no
 /// elements, as PyTorch's.
 ///
+/// The target has the prediction's shape type (PyTorch only warns, then broadcasts `[n]` against
+/// `[n, 1]` into `[n, n]`): targets of one value per sample, `(usize,)`, against a layer's `(usize,
+/// Const<1>)` outputs are a type error ("expected a tuple with 2 elements"), and `reshape_to((n,
+/// Const))` makes them a column (second example). The same holds for [`l1_loss`] and
+/// [`huber_loss`].
+///
 /// Panics if run-time (`usize`) dims of the two differ, naming both shapes; see [`try_mse`].
 ///
 /// ```
 /// use teenygrad::prelude::*;
 /// use teenygrad::tensor::mse;
 /// assert_eq!(mse(&Tensor::from([1.0, 3.0]), &Tensor::from([0.0, 0.0])).item(), 5.0);
+///
+/// // A regression with one output: [n, 1] predictions, and targets read as n values.
+/// let n = 2;
+/// let predictions = Tensor::from_vec(vec![1.0, 3.0], (n, Const::<1>))?;
+/// let targets = Tensor::from_vec(vec![0.0, 0.0], (n,))?;
+/// assert_eq!(mse(&predictions, &targets.reshape_to((n, Const::<1>))).item(), 5.0);
+/// # Ok::<(), teenygrad::Error>(())
 /// ```
 #[track_caller]
 #[doc(alias("mse_loss", "MSELoss"))]
