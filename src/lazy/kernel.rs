@@ -1259,11 +1259,45 @@ fn sin_cos_avx2_over(a: &[f32], out: &mut [MaybeUninit<f32>], cosine: bool) {
     }
 }
 
+/// `e^x` over AVX2 + FMA lanes: a run of 128 values wholly below [`math::EXP_IN_RANGE`] scaled in
+/// one step, any other vector in two, the scalar form on the tail; the same bits throughout.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn exp_avx2_over(a: &[f32], out: &mut [MaybeUninit<f32>]) {
+    use std::arch::x86_64::*;
+    const RUN: usize = 128;
+    // `$f` over each vector of `$x` into `$o` (as long).
+    macro_rules! lanes {
+        ($x:expr, $o:expr, $f:path) => {
+            for (o, x) in $o.chunks_exact_mut(8).zip($x.chunks_exact(8)) {
+                // SAFETY: both hold 8 values, and `MaybeUninit<f32>` has `f32`'s layout.
+                unsafe { _mm256_storeu_ps(o.as_mut_ptr().cast(), $f(_mm256_loadu_ps(x.as_ptr()))) };
+            }
+        };
+    }
+    let mut outs = out.chunks_exact_mut(RUN);
+    let mut runs = a.chunks_exact(RUN);
+    for (o, x) in (&mut outs).zip(&mut runs) {
+        // SAFETY: the run holds `RUN` values, a multiple of 8.
+        if unsafe { math::all_below_avx2(x.as_ptr(), RUN, math::EXP_IN_RANGE) } {
+            lanes!(x, o, math::exp_avx2_in_range);
+        } else {
+            lanes!(x, o, math::exp_avx2);
+        }
+    }
+    let (outs, xs) = (outs.into_remainder(), runs.remainder());
+    let whole = xs.len() - xs.len() % 8;
+    let (outs, tail_out) = outs.split_at_mut(whole);
+    lanes!(xs[..whole], outs, math::exp_avx2);
+    map1(tail_out, &xs[whole..], math::exp_f32);
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn execute_avx2(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f32>]) {
     use std::arch::x86_64::*;
     match *instr {
+        Instr::Unary(UnaryOp::Exp, _) => exp_avx2_over(operands[0], out),
         Instr::Unary(UnaryOp::Sin, _) => sin_cos_avx2_over(operands[0], out, false),
         Instr::Unary(UnaryOp::Cos, _) => sin_cos_avx2_over(operands[0], out, true),
         // SAFETY (the closure): each chunk holds 8 values, and so does the output at `o`.
@@ -1782,10 +1816,11 @@ mod tests {
     #[test]
     fn every_execute_version_matches_the_scalar_semantics_bit_for_bit() {
         // Each instruction-set version this CPU can run (the AVX-512 build with its hand-written
-        // lanes, the AVX2 + FMA build with those of pow, sin and cos, the baseline build) must
+        // lanes, the AVX2 + FMA build with those of exp, pow, sin and cos, the baseline build) must
         // give the scalar function's bits, which the test computes in a baseline build (libm's
         // fmaf for the fused multiply-adds). Inputs: IEEE specials, every binade of both signs,
-        // and a ramp; the length leaves a tail after whole 16-lane chunks.
+        // and two ramps, the second within exp's one-step range over whole runs of 128; the
+        // length leaves a tail after whole 16-lane chunks.
         let specials = [
             0.0,
             -0.0,
@@ -1801,6 +1836,7 @@ mod tests {
         let a: Vec<f32> = (specials.into_iter())
             .chain((0..4099u32).map(|i| f32::from_bits(i.wrapping_mul(1_048_573))))
             .chain((0..67).map(|i| (i as f32 - 33.0) * 0.37))
+            .chain((0..403).map(|i| (i as f32 - 201.0) * 0.427))
             .collect();
         let b: Vec<f32> = a.iter().rev().copied().collect();
         let unary = [
