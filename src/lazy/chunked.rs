@@ -474,10 +474,13 @@ unsafe fn execute_chunk_avx2(instr: &Instr, _: bool, value: impl Fn(usize) -> *c
         Instr::Unary(U::Tanh, a) => lanes!(x = a => math::tanh_avx2(x)),
         Instr::Unary(U::Erf, a) => lanes!(x = a => math::erf_avx2(x)),
         Instr::Unary(U::Gelu, a) => lanes!(x = a => math::gelu_avx2(x)),
-        // `1 / (1 + e^-x)`, `-x` by flipping the sign bit as scalar negation does.
-        Instr::Unary(U::Sigmoid, a) => {
-            lanes!(x = a => _mm256_div_ps(one, _mm256_add_ps(one, math::exp_avx2(_mm256_xor_ps(x, sign)))))
+        // SAFETY: as for `exp`.
+        Instr::Unary(U::Sigmoid, a)
+            if unsafe { math::all_below_avx2(value(a), CHUNK, math::EXP_IN_RANGE) } =>
+        {
+            lanes!(x = a => math::sigmoid_avx2(x, math::exp_avx2_in_range))
         }
+        Instr::Unary(U::Sigmoid, a) => lanes!(x = a => math::sigmoid_avx2(x, math::exp_avx2)),
         Instr::Binary(B::Add, a, b) => lanes!(x = a, y = b => _mm256_add_ps(x, y)),
         Instr::Binary(B::Sub, a, b) => lanes!(x = a, y = b => _mm256_sub_ps(x, y)),
         Instr::Binary(B::Mul, a, b) => lanes!(x = a, y = b => _mm256_mul_ps(x, y)),
@@ -669,11 +672,17 @@ mod tests {
         assert_eq!(tested, expected);
     }
 
-    /// `exp` over chunks wholly within its one-step range, and over chunks with one value past it
-    /// (in a different lane each time): the scalar form's bits in both.
+    /// `exp` and `sigmoid` over chunks wholly within exp's one-step range, and over chunks with
+    /// one value past it (in a different lane each time): the scalar form's bits in both.
     #[test]
-    fn exp_matches_its_scalar_form_on_chunks_in_and_out_of_its_fast_range() {
-        let program = [Instr::Unary(UnaryOp::Exp, 0)];
+    fn exp_and_sigmoid_match_their_scalar_forms_on_chunks_in_and_out_of_the_fast_range() {
+        for op in [UnaryOp::Exp, UnaryOp::Sigmoid] {
+            exp_like_matches_its_scalar_form(op);
+        }
+    }
+
+    fn exp_like_matches_its_scalar_form(op: UnaryOp) {
+        let program = [Instr::Unary(op, 0)];
         let Some(chunked) = Chunked::new(&program, 1) else {
             return;
         };
@@ -703,8 +712,8 @@ mod tests {
         // SAFETY: the leaf and `out` hold `xs.len()` values each and do not overlap.
         unsafe { chunked.run(&[xs.as_ptr()], 0, &mut tile, out.as_mut_ptr(), xs.len()) };
         for (&x, &got) in xs.iter().zip(&out) {
-            let want = unary_f32(UnaryOp::Exp, x);
-            assert!(same(got, want), "exp({x:e}) = {got:e}, scalar {want:e}");
+            let want = unary_f32(op, x);
+            assert!(same(got, want), "{op:?}({x:e}) = {got:e}, scalar {want:e}");
         }
     }
 

@@ -1259,16 +1259,24 @@ fn sin_cos_avx2_over(a: &[f32], out: &mut [MaybeUninit<f32>], cosine: bool) {
     }
 }
 
-/// `e^x` over AVX2 + FMA lanes: a run of 128 values wholly below [`math::EXP_IN_RANGE`] scaled in
-/// one step, any other vector in two, the scalar form on the tail; the same bits throughout.
+/// An op built on `e^x` over AVX2 + FMA lanes: `in_range` on a run of 128 values wholly below
+/// [`math::EXP_IN_RANGE`] in magnitude (its exponentials scaled in one step), `lanes` on any other
+/// vector, `scalar` on the tail; all three give the same bits.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn exp_avx2_over(a: &[f32], out: &mut [MaybeUninit<f32>]) {
+#[inline]
+fn exp_like_avx2_over(
+    a: &[f32],
+    out: &mut [MaybeUninit<f32>],
+    in_range: impl Fn(std::arch::x86_64::__m256) -> std::arch::x86_64::__m256,
+    lanes: impl Fn(std::arch::x86_64::__m256) -> std::arch::x86_64::__m256,
+    scalar: impl Fn(f32) -> f32,
+) {
     use std::arch::x86_64::*;
     const RUN: usize = 128;
     // `$f` over each vector of `$x` into `$o` (as long).
-    macro_rules! lanes {
-        ($x:expr, $o:expr, $f:path) => {
+    macro_rules! over {
+        ($x:expr, $o:expr, $f:expr) => {
             for (o, x) in $o.chunks_exact_mut(8).zip($x.chunks_exact(8)) {
                 // SAFETY: both hold 8 values, and `MaybeUninit<f32>` has `f32`'s layout.
                 unsafe { _mm256_storeu_ps(o.as_mut_ptr().cast(), $f(_mm256_loadu_ps(x.as_ptr()))) };
@@ -1280,16 +1288,16 @@ fn exp_avx2_over(a: &[f32], out: &mut [MaybeUninit<f32>]) {
     for (o, x) in (&mut outs).zip(&mut runs) {
         // SAFETY: the run holds `RUN` values, a multiple of 8.
         if unsafe { math::all_below_avx2(x.as_ptr(), RUN, math::EXP_IN_RANGE) } {
-            lanes!(x, o, math::exp_avx2_in_range);
+            over!(x, o, in_range);
         } else {
-            lanes!(x, o, math::exp_avx2);
+            over!(x, o, lanes);
         }
     }
     let (outs, xs) = (outs.into_remainder(), runs.remainder());
     let whole = xs.len() - xs.len() % 8;
     let (outs, tail_out) = outs.split_at_mut(whole);
-    lanes!(xs[..whole], outs, math::exp_avx2);
-    map1(tail_out, &xs[whole..], math::exp_f32);
+    over!(xs[..whole], outs, lanes);
+    map1(tail_out, &xs[whole..], scalar);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1297,7 +1305,20 @@ fn exp_avx2_over(a: &[f32], out: &mut [MaybeUninit<f32>]) {
 unsafe fn execute_avx2(instr: &Instr, operands: &Operands, out: &mut [MaybeUninit<f32>]) {
     use std::arch::x86_64::*;
     match *instr {
-        Instr::Unary(UnaryOp::Exp, _) => exp_avx2_over(operands[0], out),
+        Instr::Unary(op @ UnaryOp::Exp, _) => exp_like_avx2_over(
+            operands[0],
+            out,
+            |x| math::exp_avx2_in_range(x),
+            |x| math::exp_avx2(x),
+            |x| unary_f32(op, x),
+        ),
+        Instr::Unary(op @ UnaryOp::Sigmoid, _) => exp_like_avx2_over(
+            operands[0],
+            out,
+            |x| math::sigmoid_avx2(x, math::exp_avx2_in_range),
+            |x| math::sigmoid_avx2(x, math::exp_avx2),
+            |x| unary_f32(op, x),
+        ),
         Instr::Unary(UnaryOp::Sin, _) => sin_cos_avx2_over(operands[0], out, false),
         Instr::Unary(UnaryOp::Cos, _) => sin_cos_avx2_over(operands[0], out, true),
         // SAFETY (the closure): each chunk holds 8 values, and so does the output at `o`.

@@ -308,6 +308,23 @@ pub(crate) fn exp_avx2(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m25
     _mm256_mul_ps(_mm256_mul_ps(e, power(n1)), power(n2))
 }
 
+/// `sigmoid` over 8 lanes with AVX2 and FMA, `1 / (1 + e^-x)` with `e^x` by `exp` (one of the two
+/// forms of [`exp_avx2`], bit for bit the same where both hold), `-x` by flipping the sign bit as
+/// scalar negation does.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(crate) fn sigmoid_avx2(
+    x: std::arch::x86_64::__m256,
+    exp: unsafe fn(std::arch::x86_64::__m256) -> std::arch::x86_64::__m256,
+) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let one = _mm256_set1_ps(1.0);
+    // SAFETY: `exp` needs AVX2 and FMA, which this function is compiled for.
+    let e = unsafe { exp(_mm256_xor_ps(x, _mm256_set1_ps(-0.0))) };
+    _mm256_div_ps(one, _mm256_add_ps(one, e))
+}
+
 /// `sigmoid` over 16 lanes with [`exp_avx512`]: `1 / (1 + e^-x)`, with `-x` by [`neg_avx512`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
