@@ -1,7 +1,7 @@
 //! Laziness, fusion, caching and memory of the lazy buffer: nothing runs before a read, chains
 //! fuse into one kernel, shared nodes are stored or recomputed by size and repeated instructions
 //! run once, realized graphs free their inputs, realizing twice does nothing, and very deep graphs
-//! neither overflow the stack when realized nor when dropped.
+//! neither overflow the stack when realized, dropped nor printed.
 //!
 //! `stats` counters are per thread, so they are exact here whatever runs alongside. The count of
 //! live nodes (`nodes_alive`) is process-wide: every test in this file (its own process) takes
@@ -621,4 +621,38 @@ fn a_large_reduction_split_across_threads_equals_its_rows_reduced_alone() {
             }
         }
     }
+}
+
+/// `{:?}` of a pending buffer shows one level of its graph: bounded whatever the graph's depth
+/// or sharing (the derived form recursed, overflowing the stack on a chain of a few thousand ops,
+/// and printed a shared node once per path), and it realizes nothing.
+#[test]
+fn debug_shows_one_level_of_the_graph() {
+    let _serial = serial();
+    let x = LazyBuffer::from_vec(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    let y = x.add(&x).unary(UnaryOp::Exp).reduce(ReduceOp::Sum, &[1]);
+    let text = format!("{y:?}");
+    assert!(text.starts_with("LazyBuffer { node: "), "{text}");
+    assert!(
+        text.contains("pending: Reduce(Sum, axes [1]) of nodes ["),
+        "{text}"
+    );
+    assert!(format!("{x:?}").contains("realized_values: 4"), "{x:?}");
+    assert!(!y.is_realized());
+    let mut deep = x.clone();
+    for _ in 0..100_000 {
+        deep = deep.add(&x);
+    }
+    let mut shared = x.clone();
+    for _ in 0..40 {
+        shared = shared.add(&shared);
+    }
+    // On a thread with a small stack, where the derived form overflowed at a depth of 2,000.
+    let lengths = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || [format!("{deep:?}").len(), format!("{shared:?}").len()])
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(lengths.iter().all(|&len| len < 400), "{lengths:?}");
 }

@@ -77,8 +77,9 @@ pub use view::View;
 
 /// A lazily computed array of `f32`: a graph node seen through a view.
 ///
-/// Cloning is cheap (an `Arc` and the view).
-#[derive(Clone, Debug)]
+/// Cloning is cheap (an `Arc` and the view). `{:?}` shows one level of the graph: the node, its
+/// op and its inputs' nodes (or, realized, its length), and the view.
+#[derive(Clone)]
 pub struct LazyBuffer {
     node: Arc<Node>,
     view: View,

@@ -18,7 +18,7 @@ pub fn nodes_alive() -> usize {
 }
 
 /// What a pending node computes.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) enum Op {
     Unary(UnaryOp, LazyBuffer),
     Binary(BinaryOp, LazyBuffer, LazyBuffer),
@@ -34,6 +34,39 @@ pub(crate) enum Op {
     Index(Indexing, LazyBuffer, Arc<[usize]>),
     /// The first input then the second along the axis given, every other dim equal.
     Cat(LazyBuffer, LazyBuffer, usize),
+}
+
+/// One level of the graph, never the whole: the derived form recursed through every input (a
+/// stack overflow on a chain of a few thousand ops) and printed a node shared by `n` paths `n`
+/// times, each realized leaf with all its values.
+impl std::fmt::Debug for LazyBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = f.debug_struct("LazyBuffer");
+        out.field("node", &self.node.id);
+        match self.node.op() {
+            Some(op) => out.field("pending", &op),
+            None => out.field("realized_values", &self.node.buffer().map_or(0, |b| b.len())),
+        };
+        out.field("view", &self.view).finish()
+    }
+}
+
+/// An op with its inputs as node ids (see `LazyBuffer`'s `Debug`).
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Op::Unary(op, _) => write!(f, "{op:?}")?,
+            Op::Binary(op, ..) => write!(f, "{op:?}")?,
+            Op::Where(..) => write!(f, "Where")?,
+            Op::Reduce(op, _, axes) => write!(f, "Reduce({op:?}, axes {:?})", &axes[..])?,
+            Op::MatMul(..) => write!(f, "MatMul")?,
+            Op::Contiguous(_) => write!(f, "Contiguous")?,
+            Op::Index(kind, _, indices) => write!(f, "{kind:?}({} indices)", indices.len())?,
+            Op::Cat(.., axis) => write!(f, "Cat(axis {axis})")?,
+        }
+        let inputs: Vec<u64> = self.inputs().iter().map(|b| b.node.id).collect();
+        write!(f, " of nodes {inputs:?}")
+    }
 }
 
 /// What an [`Op::Index`] does with its input `x` and its indices `idx`.
