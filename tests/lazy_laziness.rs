@@ -656,3 +656,36 @@ fn debug_shows_one_level_of_the_graph() {
         .unwrap();
     assert!(lengths.iter().all(|&len| len < 400), "{lengths:?}");
 }
+
+/// `bytes_fresh` counts what no pooled buffer served: a repeated computation takes its output
+/// afresh the first time and from the buffer the last result gave back after; outputs under
+/// 1024 values are never pooled, so always fresh. `bytes_allocated` counts every output.
+#[test]
+fn fresh_bytes_fall_to_zero_once_buffers_are_reused() {
+    let _serial = serial();
+    for (n, fresh_after) in [(512 * 512, 0), (10, 40)] {
+        let x = ramp(n, &[n]);
+        let run = || {
+            stats::reset();
+            let y = x.unary(UnaryOp::Exp).add(&x);
+            y.realize();
+            drop(y);
+            stats::get()
+        };
+        let first = run();
+        let bytes = 4 * n as u64;
+        assert_eq!(
+            (first.bytes_allocated, first.bytes_fresh),
+            (bytes, bytes),
+            "{first:?}"
+        );
+        for _ in 0..3 {
+            let again = run();
+            assert_eq!(
+                (again.bytes_allocated, again.bytes_fresh),
+                (bytes, fresh_after),
+                "{again:?}"
+            );
+        }
+    }
+}

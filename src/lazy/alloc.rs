@@ -84,7 +84,10 @@ pub(crate) fn output(len: usize) -> Storage {
             buf.clear();
             buf
         }
-        None => Storage::with_capacity(len),
+        None => {
+            super::stats::update(|s| s.bytes_fresh += (len * size_of::<f32>()) as u64);
+            Storage::with_capacity(len)
+        }
     }
 }
 

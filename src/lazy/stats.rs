@@ -1,5 +1,5 @@
-//! What the engine did: counters of kernels run, operations fused, bytes allocated and time spent
-//! realizing, kept per thread (realization runs on the calling thread), and an optional trace.
+//! What the engine did: counters of kernels run, operations fused, bytes written and freshly
+//! allocated and time spent realizing, kept per thread (realization runs on the calling thread), and an optional trace.
 //!
 //! Set `TEENYGRAD_DEBUG=1` to print one line per kernel to stderr: its kind, operations, shape and
 //! time (and for a matrix product, which code computed it).
@@ -19,6 +19,11 @@ pub struct Stats {
     /// dropped nodes gave back), and of copies made outside kernels: a padded product operand's,
     /// and a parameter's when an optimizer step finds its buffer still read by a pending graph.
     pub bytes_allocated: u64,
+    /// Bytes of those output buffers and of kernels' large scratch copies (a transposed or
+    /// padded operand, a product's packed panels) that no pooled buffer could serve: freshly
+    /// allocated. After a loop's first steps, 0 for buffers of 1024 values or more, which
+    /// dropped nodes give back for reuse; smaller ones are always fresh (cheap to allocate).
+    pub bytes_fresh: u64,
     /// Wall time spent realizing.
     pub realize_time: Duration,
     /// Jobs split across threads: large elementwise kernels, matrix products and optimizer
@@ -34,6 +39,7 @@ thread_local! {
         kernels: 0,
         ops_fused: 0,
         bytes_allocated: 0,
+        bytes_fresh: 0,
         realize_time: Duration::ZERO,
         parallel_jobs: 0,
         schedules_reused: 0,
