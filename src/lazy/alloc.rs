@@ -85,8 +85,10 @@ pub(crate) fn output(len: usize) -> Storage {
             buf
         }
         None => {
+            // Counted once allocated: a length too large to allocate panics there, with its reason.
+            let buf = Storage::with_capacity(len);
             super::stats::update(|s| s.bytes_fresh += (len * size_of::<f32>()) as u64);
-            Storage::with_capacity(len)
+            buf
         }
     }
 }
