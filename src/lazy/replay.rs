@@ -32,10 +32,15 @@ pub(super) enum Source {
 }
 
 impl Source {
-    /// The buffer it names, in a graph of `nodes` with outside inputs `externals`.
-    pub(super) fn buffer(&self, nodes: &[Arc<Node>], externals: &[Arc<Node>]) -> Arc<Storage> {
+    /// The buffer it names, given the buffer of the graph's node at each position (`node`) and
+    /// the outside inputs (`externals`).
+    pub(super) fn buffer(
+        &self,
+        node: impl Fn(usize) -> Option<Arc<Storage>>,
+        externals: &[Arc<Node>],
+    ) -> Arc<Storage> {
         let buf = match self {
-            Source::Node(j) => nodes[*j].buffer(),
+            Source::Node(j) => node(*j),
             Source::External(slot) => externals[*slot].buffer(),
             Source::One => Some(Arc::new(Storage::from_slice(&[1.0]))),
         };
@@ -53,11 +58,16 @@ pub(super) struct KernelPlan {
 }
 
 impl KernelPlan {
-    /// The runnable kernel, reading `nodes` (the graph, in order) and `externals` (by slot).
-    pub(super) fn bind(&self, nodes: &[Arc<Node>], externals: &[Arc<Node>]) -> FusedKernel {
+    /// The runnable kernel, reading the graph's nodes' buffers through `node` (by position) and
+    /// `externals` (by slot).
+    pub(super) fn bind(
+        &self,
+        node: impl Fn(usize) -> Option<Arc<Storage>>,
+        externals: &[Arc<Node>],
+    ) -> FusedKernel {
         let leaves = (self.leaves.iter())
             .map(|(source, view)| Leaf {
-                buf: source.buffer(nodes, externals),
+                buf: source.buffer(&node, externals),
                 view: view.clone(),
             })
             .collect();

@@ -49,19 +49,22 @@ pub(crate) fn realize(roots: &[&LazyBuffer]) {
             Some(steps) if forced.is_empty() => {
                 #[cfg(debug_assertions)]
                 graph.check_replay(roots, &steps, &signature, &mut scratch.memo);
-                graph.replay(&steps, &signature.externals);
+                graph.execute(&steps, &signature.externals, &mut scratch.live);
                 stats::update(|s| s.schedules_reused += 1);
                 Ok(())
             }
             _ => {
                 graph.group(roots, &forced);
-                graph.run(&mut scratch.memo, &signature).map(|steps| {
-                    // A plan made with forced roots would be replayed without the retries
-                    // that found them; it is simply not kept.
-                    if let Some(steps) = steps.filter(|_| forced.is_empty()) {
-                        scratch.plans.insert(&mut signature, steps);
-                    }
-                })
+                graph
+                    .plan(&mut scratch.memo, &signature)
+                    .map(|(steps, replayable)| {
+                        graph.execute(&steps, &signature.externals, &mut scratch.live);
+                        // A plan made with forced roots would be replayed without the retries
+                        // that found them; it is simply not kept.
+                        if replayable && forced.is_empty() {
+                            scratch.plans.insert(&mut signature, steps);
+                        }
+                    })
             }
         };
         graph.recycle(&mut scratch);
@@ -95,6 +98,193 @@ struct Scratch {
     signature: Signature,
     memo: FastMap<(u64, View), usize>,
     plans: Plans,
+    live: Live,
+}
+
+/// Marks a node or op that no step needs after the graph's planning.
+const UNNEEDED: usize = usize::MAX;
+
+/// The bytes of output from which a run lets go of each node after its last reader (see
+/// [`Graph::execute`]): below it, holding all to the end costs less memory than tracking costs
+/// time. The 64→128→10 training step (74 KB of outputs) took 1.03 of its time tracking them.
+const RELEASE_FROM: usize = 1 << 20;
+
+/// A graph's nodes and ops while its steps run (see [`Graph::execute`]), each let go after the
+/// last step that needs it. Kept in [`Scratch`], so its lists keep their room.
+#[derive(Default)]
+struct Live {
+    nodes: Vec<Option<Arc<Node>>>,
+    ops: Vec<Option<Op>>,
+    /// (the step after which to let go, the position), by step: nodes', then ops'.
+    releases: [Vec<(usize, usize)>; 2],
+    /// How many of each list of `releases` are done.
+    released: [usize; 2],
+    /// The last step that needs each node, and each op.
+    last: [Vec<usize>; 2],
+}
+
+impl Live {
+    /// Takes `graph`'s nodes and ops for running `steps`, and lets go at once of those no step
+    /// needs: ops other than a product's or a copy's (the fused kernels' plans are built), and
+    /// nodes no step computes or reads (those fused into a kernel, whose root holds them).
+    fn take(&mut self, graph: &mut Graph, steps: &[Step]) {
+        self.nodes.extend(graph.nodes.drain(..).map(Some));
+        self.ops.extend(graph.ops.drain(..).map(Some));
+        self.releases.iter_mut().for_each(Vec::clear);
+        self.released = [0, 0];
+        let n = self.nodes.len();
+        let [node_last, op_last] = &mut self.last;
+        for last in [&mut *node_last, &mut *op_last] {
+            last.clear();
+            last.resize(n, UNNEEDED);
+        }
+        // Steps come in order, so the last one written is the last that needs it.
+        for (s, step) in steps.iter().enumerate() {
+            let mut read = |source: &Source| {
+                if let Source::Node(j) = source {
+                    node_last[*j] = s;
+                }
+            };
+            match step {
+                Step::MatMul(i) | Step::Copy(i) => (node_last[*i], op_last[*i]) = (s, s),
+                Step::Fused(i, plan) => {
+                    plan.leaves.iter().for_each(|(source, _)| read(source));
+                    node_last[*i] = s;
+                }
+                Step::Product {
+                    product,
+                    kernel,
+                    plan,
+                    epilogue,
+                } => {
+                    plan.leaves.iter().for_each(|(source, _)| read(source));
+                    epilogue.sources().for_each(read);
+                    (node_last[*product], op_last[*product], node_last[*kernel]) = (s, s, s);
+                }
+            }
+        }
+        for (which, last) in self.last.iter().enumerate() {
+            let releases = &mut self.releases[which];
+            for (j, &s) in last.iter().enumerate() {
+                match s {
+                    UNNEEDED if which == 0 => self.nodes[j] = None,
+                    UNNEEDED => self.ops[j] = None,
+                    s => releases.push((s, j)),
+                }
+            }
+            releases.sort_unstable();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.nodes.clear();
+        self.ops.clear();
+    }
+}
+
+impl Held for Live {
+    fn node(&self, i: usize) -> &Node {
+        self.nodes[i]
+            .as_deref()
+            .expect("a step's nodes are held until it has run")
+    }
+
+    fn op(&self, i: usize) -> &Op {
+        self.ops[i]
+            .as_ref()
+            .expect("a product's or copy's op is held until its step")
+    }
+
+    fn buffer(&self, j: usize) -> Option<Arc<Storage>> {
+        self.nodes[j].as_ref()?.buffer()
+    }
+
+    /// Lets go of what no step after step `s` needs.
+    fn done(&mut self, s: usize) {
+        for which in 0..2 {
+            while let Some(&(step, j)) = self.releases[which].get(self.released[which])
+                && step <= s
+            {
+                if which == 0 {
+                    self.nodes[j] = None;
+                } else {
+                    self.ops[j] = None;
+                }
+                self.released[which] += 1;
+            }
+        }
+    }
+}
+
+/// Runs `steps` over the nodes and ops `held` gives, skipping kernels another thread has
+/// realized meanwhile, and tells it after each step.
+fn run_steps(held: &mut impl Held, steps: &[Step], externals: &[Arc<Node>]) {
+    for (s, step) in steps.iter().enumerate() {
+        match step {
+            Step::MatMul(i) | Step::Copy(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. }
+                if held.node(*i).is_realized() => {}
+            Step::MatMul(i) => run_product(held, *i, *i, None, externals),
+            Step::Copy(i) => run_copy(held.node(*i), held.op(*i)),
+            Step::Fused(i, plan) => run_kernel(held.node(*i), plan.bind(|j| held.buffer(j), externals)),
+            Step::Product {
+                product,
+                kernel,
+                plan,
+                epilogue,
+            } => {
+                if held.node(*product).is_realized() {
+                    run_kernel(held.node(*kernel), plan.bind(|j| held.buffer(j), externals));
+                } else {
+                    run_product(held, *product, *kernel, Some(epilogue), externals);
+                }
+            }
+        }
+        held.done(s);
+    }
+}
+
+/// Runs the matmul at `p` into node `into`: itself, or the kernel whose `epilogue` it takes.
+fn run_product(
+    held: &impl Held,
+    p: usize,
+    into: usize,
+    epilogue: Option<&Epilogue>,
+    externals: &[Arc<Node>],
+) {
+    let Op::MatMul(a, b) = held.op(p) else {
+        unreachable!("a product step on {:?}", held.op(p))
+    };
+    let epilogue = epilogue.map(|e| {
+        let mut buffers = EpilogueBuffers::default();
+        for (buffer, source) in buffers.iter_mut().zip(e.sources()) {
+            *buffer = Some(source.buffer(|j| held.buffer(j), externals));
+        }
+        (e, buffers)
+    });
+    run_matmul(held.node(into), a, b, epilogue);
+}
+
+/// The nodes and ops of a graph whose steps run: the graph's own, all held to the run's end, or
+/// a [`Live`] copy that lets go of each after the last step needing it.
+trait Held {
+    fn node(&self, i: usize) -> &Node;
+    fn op(&self, i: usize) -> &Op;
+    /// Node `j`'s buffer, if it holds one.
+    fn buffer(&self, j: usize) -> Option<Arc<Storage>> {
+        self.node(j).buffer()
+    }
+    /// Step `s` has run.
+    fn done(&mut self, _s: usize) {}
+}
+
+impl Held for Graph {
+    fn node(&self, i: usize) -> &Node {
+        &self.nodes[i]
+    }
+
+    fn op(&self, i: usize) -> &Op {
+        &self.ops[i]
+    }
 }
 
 thread_local! {
@@ -564,14 +754,14 @@ impl Graph {
         }
     }
 
-    /// Runs every kernel root in topological order. `Err(id)` names a node that must be a root.
-    /// On success, the steps it ran, unless they depended on more than the graph's structure
-    /// (a node realized meanwhile by another thread).
-    fn run(
+    /// Plans every kernel root in topological order, running nothing. `Err(id)` names a node
+    /// that must be a root. With the steps, whether they depend on the graph's structure alone
+    /// (not on a node realized meanwhile by another thread), so a later graph can replay them.
+    fn plan(
         &self,
         memo: &mut FastMap<(u64, View), usize>,
         signature: &Signature,
-    ) -> Result<Option<Vec<Step>>, u64> {
+    ) -> Result<(Vec<Step>, bool), u64> {
         let mut steps = Vec::new();
         let mut replayable = true;
         for i in 0..self.nodes.len() {
@@ -583,14 +773,8 @@ impl Graph {
                 continue;
             }
             match &self.ops[i] {
-                Op::MatMul(a, b) => {
-                    run_matmul(&self.nodes[i], a, b, None);
-                    steps.push(Step::MatMul(i));
-                }
-                op @ (Op::Index(..) | Op::Cat(..)) => {
-                    run_copy(&self.nodes[i], op);
-                    steps.push(Step::Copy(i));
-                }
+                Op::MatMul(..) => steps.push(Step::MatMul(i)),
+                Op::Index(..) | Op::Cat(..) => steps.push(Step::Copy(i)),
                 op => {
                     let (plan, structural) = self.build(i, op, memo, &signature.slots)?;
                     replayable &= structural;
@@ -599,7 +783,6 @@ impl Graph {
                             // Realized by another thread: a replay would not have it.
                             replayable = false;
                         } else if let Some(epilogue) = Epilogue::recognize(&plan, p) {
-                            self.run_product(p, i, Some(&epilogue), &signature.externals);
                             steps.push(Step::Product {
                                 product: p,
                                 kernel: i,
@@ -608,57 +791,39 @@ impl Graph {
                             });
                             continue;
                         } else {
-                            self.run_product(p, p, None, &signature.externals);
                             steps.push(Step::MatMul(p));
                         }
                     }
-                    run_kernel(&self.nodes[i], plan.bind(&self.nodes, &signature.externals));
                     steps.push(Step::Fused(i, plan));
                 }
             }
         }
         memo.clear();
-        Ok(replayable.then_some(steps))
+        Ok((steps, replayable))
     }
 
-    /// Runs the steps of an earlier graph with this one's structure.
-    fn replay(&self, steps: &[Step], externals: &[Arc<Node>]) {
-        for step in steps {
-            match step {
-                Step::MatMul(i) | Step::Copy(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. }
-                    if self.nodes[*i].is_realized() => {}
-                Step::MatMul(i) => self.run_product(*i, *i, None, externals),
-                Step::Copy(i) => run_copy(&self.nodes[*i], &self.ops[*i]),
-                Step::Fused(i, plan) => run_kernel(&self.nodes[*i], plan.bind(&self.nodes, externals)),
-                Step::Product {
-                    product,
-                    kernel,
-                    plan,
-                    epilogue,
-                } => {
-                    if self.nodes[*product].is_realized() {
-                        run_kernel(&self.nodes[*kernel], plan.bind(&self.nodes, externals));
-                    } else {
-                        self.run_product(*product, *kernel, Some(epilogue), externals);
-                    }
+    /// Runs `steps`, planned for a graph of this structure (this one's, or an earlier one's being
+    /// replayed), skipping kernels another thread has realized meanwhile. The graph lets go of
+    /// each node and op once no later step needs it, so an intermediate whose readers have all
+    /// run is freed then (unless held elsewhere), its buffer back in the pool for the next
+    /// outputs: one realization of a deep graph peaked at the sum of all its kernels' outputs when
+    /// the graph held everything to its end.
+    fn execute(&mut self, steps: &[Step], externals: &[Arc<Node>], live: &mut Live) {
+        let outputs: usize = (steps.iter())
+            .map(|step| match step {
+                Step::MatMul(i) | Step::Copy(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. } => {
+                    self.nodes[*i].shape.iter().product::<usize>()
                 }
-            }
+            })
+            .sum();
+        // Debug builds always let go, so every test graph exercises it.
+        if outputs.saturating_mul(size_of::<f32>()) < RELEASE_FROM && !cfg!(debug_assertions) {
+            run_steps(self, steps, externals);
+        } else {
+            live.take(self, steps);
+            run_steps(live, steps, externals);
+            live.clear();
         }
-    }
-
-    /// Runs the matmul at `p` into node `into`: itself, or the kernel whose `epilogue` it takes.
-    fn run_product(&self, p: usize, into: usize, epilogue: Option<&Epilogue>, externals: &[Arc<Node>]) {
-        let Op::MatMul(a, b) = &self.ops[p] else {
-            unreachable!("a product step on {:?}", self.ops[p])
-        };
-        let epilogue = epilogue.map(|e| {
-            let mut buffers = EpilogueBuffers::default();
-            for (buffer, source) in buffers.iter_mut().zip(e.sources()) {
-                *buffer = Some(source.buffer(&self.nodes, externals));
-            }
-            (e, buffers)
-        });
-        run_matmul(&self.nodes[into], a, b, epilogue);
     }
 
     /// Debug builds check every replay against a fresh schedule of the same graph.
