@@ -383,7 +383,7 @@ fn shorten(field: &str) -> String {
 /// `images` and `labels` differ in length, a label is not below 10, or a pixel is outside
 /// `[0, 1]`;
 /// [`Error::Io`] if the file cannot be written; then a file that was there is left as it was (the
-/// new one is written beside it and renamed over it once whole).
+/// new one is written beside it, with its permissions, and renamed over it once whole).
 ///
 /// ```
 /// use teenygrad::data::{toy_digits_split, write_csv};

@@ -513,7 +513,11 @@ impl LazyBuffer {
         }
         let mut values = self.with_values(Storage::from_slice);
         f(&mut values);
-        stats::update(|s| s.bytes_allocated += (values.len() * size_of::<f32>()) as u64);
+        let bytes = (values.len() * size_of::<f32>()) as u64;
+        stats::update(|s| {
+            s.bytes_allocated += bytes;
+            s.bytes_fresh += bytes;
+        });
         *self = Self::from_storage(values, self.shape());
     }
 

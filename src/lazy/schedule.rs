@@ -942,7 +942,11 @@ fn operand(input: &LazyBuffer) -> (Arc<Storage>, View) {
     }
     let mut copy = Storage::filled(input.numel(), 0.0);
     super::gather::gather(&buf, &input.view, 0, &mut copy);
-    stats::update(|s| s.bytes_allocated += (copy.len() * size_of::<f32>()) as u64);
+    let bytes = (copy.len() * size_of::<f32>()) as u64;
+    stats::update(|s| {
+        s.bytes_allocated += bytes;
+        s.bytes_fresh += bytes;
+    });
     (Arc::new(copy), View::contiguous(input.shape()))
 }
 

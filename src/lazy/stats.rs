@@ -19,10 +19,11 @@ pub struct Stats {
     /// dropped nodes gave back), and of copies made outside kernels: a padded product operand's,
     /// and a parameter's when an optimizer step finds its buffer still read by a pending graph.
     pub bytes_allocated: u64,
-    /// Bytes of those output buffers and of kernels' large scratch copies (a transposed or
-    /// padded operand, a product's packed panels) that no pooled buffer could serve: freshly
-    /// allocated. After a loop's first steps, 0 for buffers of 1024 values or more, which
-    /// dropped nodes give back for reuse; smaller ones are always fresh (cheap to allocate).
+    /// Bytes of those buffers and copies, and of kernels' large scratch copies (a transposed
+    /// operand, a product's packed panels), that no pooled buffer served: freshly allocated (a
+    /// padded operand's and a parameter's copy always are). After a loop's first steps, 0 for
+    /// outputs of 1024 values or more, which dropped nodes give back for reuse; smaller ones are
+    /// always fresh (cheap to allocate).
     pub bytes_fresh: u64,
     /// Wall time spent realizing.
     pub realize_time: Duration,

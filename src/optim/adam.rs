@@ -175,9 +175,11 @@ struct Rule {
 }
 
 /// The smallest `eps` with which Adam flushes subnormal moments to 0 (see the module docs): with
-/// `eps` at least this, a flushed moment moves the step by less than 4e-8 of it. Below, the step's
-/// size stops depending on `eps` (with `eps = 0` it is about `lr` whatever the gradient's scale),
-/// and flushing would change it: a second moment flushed to 0 divided by zero.
+/// `eps` at least this and the default betas, a flushed moment moves the step by less than 4e-8
+/// of it (a `beta2` closer to 1 divides by a smaller bias correction: 3.4e-7 at 0.99999 on the
+/// first step). Below, the step's size stops depending on `eps` (with `eps = 0` it is about `lr`
+/// whatever the gradient's scale), and flushing would change it: a second moment flushed to 0
+/// divided by zero.
 const FLUSH_FROM_EPS: f32 = 1e-10;
 
 impl Rule {

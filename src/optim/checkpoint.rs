@@ -58,7 +58,7 @@ use sealed::ParamState;
 /// Writes `optimizer`'s state for `model`'s parameters to the file `path` (created or replaced),
 /// so a training run resumes where it stopped. An [`Error::Io`](crate::Error::Io) names the path
 /// if it cannot be written; then a file that was there is left as it was (the new one is written
-/// beside it and renamed over it once whole).
+/// beside it, with its permissions, and renamed over it once whole).
 ///
 /// A parameter `name`'s state is stored as the tensors `name.momentum_buffer` (SGD), or
 /// `name.exp_avg` and `name.exp_avg_sq` (Adam and AdamW), as PyTorch names them, each with the
@@ -109,13 +109,12 @@ pub fn save_state<O: Stateful, M: Params + ?Sized>(
 /// replacing all it held: a parameter the file has no state for starts afresh.
 ///
 /// The file must hold this kind of optimizer's state (metadata `optimizer`), and for each of the
-/// model's parameters either all of its state, with the parameter's dims, or none; nothing else;
-/// and the optimizer must use it (an SGD without momentum refuses momentum buffers); and
-/// `exp_avg_sq` must hold no negative value, and no step count (`name.step`) be left over. Other values load as saved, NaN and infinities too
-/// (as a model's parameters do).
-/// Anything else is an [`Error::Data`](crate::Error::Data) naming the file and the tensor; a
-/// file that cannot be read is an [`Error::Io`](crate::Error::Io). On any error the optimizer is
-/// unchanged.
+/// model's parameters either all of its state, with the parameter's dims, or none; nothing else
+/// (no step count, `name.step`, left over); the optimizer must use it (an SGD without momentum
+/// refuses momentum buffers); and `exp_avg_sq` must hold no negative value. Other values load as
+/// saved, NaN and infinities too (as a model's parameters do). Anything else is an
+/// [`Error::Data`](crate::Error::Data) naming the file and the tensor; a file that cannot be read
+/// is an [`Error::Io`](crate::Error::Io). On any error the optimizer is unchanged.
 pub fn load_state<O: Stateful, M: Params + ?Sized>(
     optimizer: &mut O,
     model: &M,

@@ -43,7 +43,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 
     /// The fallible form of [`cat`](Self::cat): [`Error::ShapeMismatch`] naming both shapes if
-    /// a run-time dim other than the joined one differs.
+    /// a run-time dim other than the joined one differs or the joined sizes add up past `usize`
+    /// ([`Error::ShapeOverflow`] if the result's element count does not fit in `usize`).
     pub fn try_cat<S2, G2: GradMode, const I: usize>(
         &self,
         other: &Tensor<S2, G2>,

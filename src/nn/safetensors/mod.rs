@@ -43,7 +43,8 @@ const BYTES_SOURCE: &str = "safetensors data";
 /// format: each as an `F32` little-endian tensor under its dotted name, with its dims.
 ///
 /// An [`Error::Io`] names the path if it cannot be written; then a file that was there is left
-/// as it was (the new one is written beside it and renamed over it once whole).
+/// as it was (the new one is written beside it, with its permissions, and renamed over it once
+/// whole).
 pub fn save<M: Params + ?Sized>(model: &M, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     let bytes = encode(model, &path.display().to_string())?;
