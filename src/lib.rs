@@ -58,8 +58,9 @@ pub mod prelude {
         Rank3, Rank4, Rank5, Rank6, Shape,
     };
     pub use crate::tensor::{
-        GradMode, Join, Labels, NoGrad, Tensor, Tracked, binary_cross_entropy_with_logits, cross_entropy,
-        huber_loss, l1_loss, mse, nll_loss, try_huber_loss, try_l1_loss, try_mse,
+        GradMode, Join, Labels, NoGrad, Tensor, Tracked, binary_cross_entropy,
+        binary_cross_entropy_with_logits, cross_entropy, huber_loss, l1_loss, mse, nll_loss, try_huber_loss,
+        try_l1_loss, try_mse,
     };
 }
 

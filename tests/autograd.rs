@@ -424,8 +424,6 @@ fn label_smoothing_gradient_against_finite_differences() {
     });
 }
 
-/// LayerNorm is a composite of primitives: its input, weight and bias gradients through them,
-/// over a run-time batch of rows whose spreads differ (σ from about 0.2 to 2).
 #[test]
 fn bce_gradients_against_finite_differences() {
     // Logits of both signs and targets in [0, 1]: both inputs tracked.
@@ -434,8 +432,17 @@ fn bce_gradients_against_finite_differences() {
         let (x, y) = (l.next((Const::<2>, Const::<3>)), l.next((Const::<2>, Const::<3>)));
         teenygrad::tensor::binary_cross_entropy_with_logits(&x, &y)
     });
+    // Probabilities away from the floors (whose kinks are at 0 and 1), used twice: once as the
+    // prediction, once squared as the target.
+    let p = uniform(42, 6, 0.05, 0.95);
+    gradcheck("binary_cross_entropy", &[p], |l| {
+        let p = l.next((Const::<2>, Const::<3>));
+        teenygrad::tensor::binary_cross_entropy(&p, &(&p * &p))
+    });
 }
 
+/// LayerNorm is a composite of primitives: its input, weight and bias gradients through them,
+/// over a run-time batch of rows whose spreads differ (σ from about 0.2 to 2).
 #[test]
 fn layer_norm_gradients_against_finite_differences() {
     let mut x = uniform(72, 12, -2.0, 2.0);

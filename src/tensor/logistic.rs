@@ -1,14 +1,14 @@
-//! The logistic family: softplus, SiLU, and binary cross entropy on logits. Each is written so
-//! that it keeps its accuracy where the naive formula cancels or overflows (`log(1 + eˣ)` is 0 at
-//! x = −20 and `inf` at 89), and each records one backward rule, in terms of `sigmoid` (the
-//! one PyTorch uses), rather than one per primitive.
+//! The logistic family: softplus, SiLU, and binary cross entropy on logits and on probabilities.
+//! Each is written so that it keeps its accuracy where the naive formula cancels or overflows
+//! (`log(1 + eˣ)` is 0 at x = −20 and `inf` at 89), and each records one backward rule, the one
+//! PyTorch uses, rather than one per primitive.
 
 use super::near_one::log1p;
 use super::regression::check_same_dims;
 use super::{GradMode, Join, Tensor};
 use crate::autograd::{BackwardFn, Var};
 use crate::error::{Result, or_panic};
-use crate::lazy::{LazyBuffer, UnaryOp};
+use crate::lazy::{BinaryOp, LazyBuffer, UnaryOp};
 use crate::shape::Shape;
 
 /// `log(1 + e^-|x|)`: the part of softplus (and of the loss) that is below `log 2`.
@@ -128,4 +128,81 @@ where
         }) as BackwardFn
     });
     Ok(Tensor::<S, G::Out>::from_var(logits.shape, var).mean_all())
+}
+
+/// PyTorch's floor for the two logs of [`binary_cross_entropy`]: a probability of exactly 0 for
+/// a target of 1 costs 100, not infinity.
+const LOG_FLOOR: f32 = -100.0;
+
+/// PyTorch's floor for `p·(1 − p)` in the gradient of [`binary_cross_entropy`], where it divides.
+const GRAD_EPS: f32 = 1e-12;
+
+/// Mean binary cross entropy of `probabilities` against `targets`, as PyTorch's
+/// `binary_cross_entropy` (`BCELoss`): the mean of `−(y·log p + (1 − y)·log(1 − p))`, each log
+/// floored at −100 (so a confident mistake costs 100, not infinity) and `log(1 − p)` taken as
+/// `log1p(−p)`, exact for small `p`. Tracked if either side is: the probabilities' gradient is
+/// `(p − y)/max(p·(1 − p), 1e-12)/n` (±1e12/n where a probability of 0 or 1 is wrong), the
+/// targets' `log((1 − p)/p)/n` (infinite at 0 and 1, where the floors do not apply), both as
+/// PyTorch's. NaN over no elements.
+///
+/// Prefer [`binary_cross_entropy_with_logits`] where the probabilities come from a sigmoid: it
+/// keeps the accuracy that rounding `p` to f32 loses (a sigmoid of 20 is 1.0 in f32, and its
+/// loss for a target of 0 is then 100, not 20).
+///
+/// The values are not checked: a probability outside `[0, 1]` gives NaN (PyTorch refuses it,
+/// which would need the values here), and a target outside it a value of the formula.
+/// Panics if run-time dims differ, naming both shapes; see [`try_binary_cross_entropy`].
+///
+/// ```
+/// use teenygrad::prelude::*;
+/// use teenygrad::tensor::binary_cross_entropy as bce;
+/// let loss = bce(&Tensor::from([0.5, 0.0]), &Tensor::from([1.0, 1.0]));
+/// assert!((loss.item() - (2f32.ln() + 100.0) / 2.0).abs() < 1e-5);
+/// ```
+#[track_caller]
+#[doc(alias("BCELoss"))]
+pub fn binary_cross_entropy<S: Shape, G, G2: GradMode>(
+    probabilities: &Tensor<S, G>,
+    targets: &Tensor<S, G2>,
+) -> Tensor<(), G::Out>
+where
+    G: Join<G2>,
+{
+    or_panic(try_binary_cross_entropy(probabilities, targets))
+}
+
+/// [`binary_cross_entropy`], with [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) if
+/// run-time dims of the two differ.
+pub fn try_binary_cross_entropy<S: Shape, G, G2: GradMode>(
+    probabilities: &Tensor<S, G>,
+    targets: &Tensor<S, G2>,
+) -> Result<Tensor<(), G::Out>>
+where
+    G: Join<G2>,
+{
+    let rule = "probabilities and targets must have the same shape";
+    check_same_dims("binary_cross_entropy", rule, &probabilities.shape, &targets.shape)?;
+    let (p, y) = (
+        probabilities.var.buf().into_owned(),
+        targets.var.buf().into_owned(),
+    );
+    let full = |v: f32| LazyBuffer::full(p.shape(), v);
+    let (log_p, log_q) = (p.unary(UnaryOp::Log), log1p(&p.unary(UnaryOp::Neg)));
+    let floor = full(LOG_FLOOR);
+    let (hit, miss) = (
+        log_p.binary(BinaryOp::Max, &floor),
+        log_q.binary(BinaryOp::Max, &floor),
+    );
+    // (y − 1)·log(1 − p) − y·log p, PyTorch's order of operations.
+    let losses = y.sub(&full(1.0)).mul(&miss).sub(&y.mul(&hit));
+    let var = Var::record(losses, &[&probabilities.var, &targets.var], || {
+        Box::new(move |g: &LazyBuffer| {
+            let full = |v: f32| LazyBuffer::full(p.shape(), v);
+            let spread = p.mul(&full(1.0).sub(&p)).binary(BinaryOp::Max, &full(GRAD_EPS));
+            let dp = g.mul(&p.sub(&y).div(&spread));
+            let dy = g.mul(&log_q.sub(&log_p));
+            [dp, dy].into()
+        }) as BackwardFn
+    });
+    Ok(Tensor::<S, G::Out>::from_var(probabilities.shape, var).mean_all())
 }

@@ -76,6 +76,16 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         super::huber_loss(self, target, delta)
     }
 
+    /// [`binary_cross_entropy`](super::binary_cross_entropy)`(self, targets)`: the mean binary
+    /// cross entropy of these probabilities.
+    #[track_caller]
+    pub fn binary_cross_entropy<G2: GradMode>(&self, targets: &Tensor<S, G2>) -> Tensor<(), G::Out>
+    where
+        G: Join<G2>,
+    {
+        super::binary_cross_entropy(self, targets)
+    }
+
     /// [`binary_cross_entropy_with_logits`](super::binary_cross_entropy_with_logits)`(self,
     /// targets)`: the mean binary cross entropy of these logits.
     #[track_caller]

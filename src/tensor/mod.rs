@@ -28,7 +28,10 @@ mod regression;
 mod select;
 
 pub use composite::{Labels, cross_entropy, cross_entropy_per_sample, cross_entropy_with_label_smoothing};
-pub use logistic::{binary_cross_entropy_with_logits, try_binary_cross_entropy_with_logits};
+pub use logistic::{
+    binary_cross_entropy, binary_cross_entropy_with_logits, try_binary_cross_entropy,
+    try_binary_cross_entropy_with_logits,
+};
 pub use regression::{huber_loss, l1_loss, mse, try_huber_loss, try_l1_loss, try_mse};
 pub use select::nll_loss;
 
