@@ -287,9 +287,25 @@ fn load_state_dict_checks_everything_before_changing_anything() {
     let mut state = donor.state_dict();
     state.pop();
     let err = model.load_state_dict(&state).unwrap_err();
-    assert!(
-        matches!(&err, Error::Data { location, .. } if location == "2.bias"),
-        "{err:?}"
+    assert_eq!(err.to_string(), "2.bias: is missing from the state");
+    assert_eq!(model.state_dict(), before);
+    // Misnamed: the entries no parameter takes are listed.
+    let mut state = donor.state_dict();
+    state[3].0 = "2.b".into();
+    assert_eq!(
+        model.load_state_dict(&state).unwrap_err().to_string(),
+        "2.bias: is missing from the state, whose other tensors are \"2.b\""
+    );
+    // Names saved from a model nested in another: the message shows one and says what to do.
+    let state: Vec<_> = donor
+        .state_dict()
+        .into_iter()
+        .map(|(name, dims, values)| (format!("mlp.{name}"), dims, values))
+        .collect();
+    assert_eq!(
+        model.load_state_dict(&state).unwrap_err().to_string(),
+        "0.weight: is missing from the state, which has \"mlp.0.weight\": rename the state's \
+         entries to the model's names (strip the prefix) first"
     );
     assert_eq!(model.state_dict(), before);
     // Misshapen: right count, wrong dims; right dims, wrong count.

@@ -3,6 +3,7 @@
 use std::collections::HashSet;
 use std::hash::Hash;
 
+use super::safetensors::missing;
 use crate::autograd::Var;
 use crate::error::{Error, Result};
 use crate::lazy::LazyBuffer;
@@ -167,13 +168,16 @@ pub trait Params {
             });
         }
         for (name, dims) in &expected {
-            let found = state
-                .iter()
-                .find(|(n, _, _)| n == name)
-                .ok_or_else(|| Error::Data {
+            let found = state.iter().find(|(n, _, _)| n == name).ok_or_else(|| {
+                let left = state
+                    .iter()
+                    .map(|(n, _, _)| n)
+                    .filter(|n| !expected.iter().any(|(e, _)| e == *n));
+                Error::Data {
                     location: name.clone(),
-                    message: "missing from the state".into(),
-                })?;
+                    message: missing("the state", RENAME_IN_STATE, name, left),
+                }
+            })?;
             let count: usize = dims.iter().product();
             if &found.1 != dims {
                 return Err(Error::Data {
@@ -269,13 +273,16 @@ macro_rules! list_params {
 }
 list_params!(Vec<M>; [M; N], const N);
 
-/// The first of `items` whose key equals an earlier one's, with its position: a name given twice
-/// in a state, or a field twice in a file's header. In one pass over a set of the keys seen, so a
-/// hostile header of millions of keys costs linear time, not quadratic.
 /// Why a module whose parameters repeat a name can be neither saved nor loaded by name.
 pub(crate) const REPEATED_NAME: &str =
     "two parameters of this module have this name, so saved state cannot tell them apart";
 
+/// How to load a state whose names carry a prefix.
+const RENAME_IN_STATE: &str = "rename the state's entries to the model's names (strip the prefix) first";
+
+/// The first of `items` whose key equals an earlier one's, with its position: a name given twice
+/// in a state, or a field twice in a file's header. In one pass over a set of the keys seen, so a
+/// hostile header of millions of keys costs linear time, not quadratic.
 pub(crate) fn first_repeated<T, K: Hash + Eq + ?Sized>(
     items: &[T],
     key: impl Fn(&T) -> &K,

@@ -192,21 +192,24 @@ pub(crate) fn tensor_error(source: &str, name: &str, message: impl Into<String>)
     }
 }
 
-/// Why `name` was not loaded, with the file's tensors no parameter has taken yet: when every
-/// name carries a prefix (a model saved inside another), one of them says so at once.
-fn missing<'a>(name: &str, left: impl Iterator<Item = &'a String>) -> String {
+/// Why `name` was not loaded from `holder` ("the file", "the state"), with its tensors no
+/// parameter has taken yet: when every name carries a prefix (a model saved inside another), one
+/// of them says so at once, with `rename`, how to load such names.
+pub(crate) fn missing<'a>(
+    holder: &str,
+    rename: &str,
+    name: &str,
+    left: impl Iterator<Item = &'a String>,
+) -> String {
     const SHOWN: usize = 4;
     let mut left: Vec<&String> = left.collect();
     left.sort();
     let suffix = format!(".{name}");
     if let Some(prefixed) = left.iter().find(|other| other.ends_with(&suffix)) {
-        return format!(
-            "is missing from the file, which has {prefixed:?}: to load names saved with a \
-             prefix, read them with `nn::read_tensors`, rename them and use `load_state_dict`"
-        );
+        return format!("is missing from {holder}, which has {prefixed:?}: {rename}");
     }
     if left.is_empty() {
-        return "is missing from the file".to_string();
+        return format!("is missing from {holder}");
     }
     let shown: Vec<String> = left.iter().take(SHOWN).map(|n| format!("{n:?}")).collect();
     let more = match left.len().saturating_sub(SHOWN) {
@@ -214,7 +217,7 @@ fn missing<'a>(name: &str, left: impl Iterator<Item = &'a String>) -> String {
         n => format!(" and {n} more"),
     };
     format!(
-        "is missing from the file, whose other tensors are {}{more}",
+        "is missing from {holder}, whose other tensors are {}{more}",
         shown.join(", ")
     )
 }
@@ -241,6 +244,9 @@ fn encode<M: Params + ?Sized>(model: &M, source: &str) -> Result<Vec<u8>> {
     Ok(format::write(&state, &[]))
 }
 
+/// How to load names saved under a prefix from a file.
+const RENAME_IN_FILE: &str = "to load names saved with a prefix, read them with `nn::read_tensors`, rename them and use `load_state_dict`";
+
 /// Parses `bytes`, checks them against the model's parameters, and only then loads them.
 fn decode_into<M: Params + ?Sized>(model: &mut M, bytes: &[u8], source: &str) -> Result<()> {
     let mut file = (format::read(bytes).map_err(|message| file_error(source, message))?).tensors;
@@ -251,9 +257,13 @@ fn decode_into<M: Params + ?Sized>(model: &mut M, bytes: &[u8], source: &str) ->
     }
     let mut state = Vec::with_capacity(expected.len());
     for (name, dims) in &expected {
-        let entry = file
-            .remove(name)
-            .ok_or_else(|| tensor_error(source, name, missing(name, file.keys())))?;
+        let entry = file.remove(name).ok_or_else(|| {
+            tensor_error(
+                source,
+                name,
+                missing("the file", RENAME_IN_FILE, name, file.keys()),
+            )
+        })?;
         if entry.dtype != "F32" {
             return Err(tensor_error(
                 source,
