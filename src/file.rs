@@ -12,8 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 ///
 /// As writing in place would: a read-only file is refused, untouched; a device, a pipe or a
 /// terminal is written to; a symbolic link's target is written (created, if the link dangles);
-/// and a directory that takes no new file (read-only, or a name too long for the staging suffix)
-/// has its file written in place. Unlike it, a file with other hard links gets a new inode (the
+/// and a file whose directory takes no new one (read-only, or a name too long for the staging
+/// suffix), or that only its owner may replace (another user's, in a sticky directory such as
+/// `/tmp`), is written in place, where a failure partway can cut it short. Unlike it, a file with other hard links gets a new inode (the
 /// other names keep the old contents), and its owner is the writer. A save killed partway leaves
 /// its hidden `.name.<pid>.<n>.partial` file beside the target.
 pub(crate) fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -33,7 +34,7 @@ pub(crate) fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
         }
         Err(_) => None,
     };
-    let (staged, mut file) = match stage(&target) {
+    let (staged, mut file) = match stage(&target, permissions.as_ref()) {
         Ok(staged) => staged,
         Err(e)
             if matches!(
@@ -47,25 +48,35 @@ pub(crate) fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
         }
         Err(e) => return Err(e),
     };
-    let written = (|| {
+    let whole = (|| {
         file.write_all(bytes)?;
         if let Some(permissions) = permissions {
             file.set_permissions(permissions)?;
         }
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&staged, &target)
+        file.sync_all()
     })();
-    if written.is_err() {
-        let _ = fs::remove_file(&staged);
+    drop(file);
+    let failure = match whole {
+        Ok(()) => match fs::rename(&staged, &target) {
+            Ok(()) => return Ok(()),
+            // In a sticky directory (such as `/tmp`) only a file's owner may replace it, where
+            // others may still write it in place.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => None,
+            Err(e) => Some(e),
+        },
+        Err(e) => Some(e),
+    };
+    let _ = fs::remove_file(&staged);
+    match failure {
+        Some(e) => Err(e),
+        None => fs::write(path, bytes),
     }
-    written
 }
 
 /// A new file beside `target`, hidden, named with this process's id and a count; a name that is
 /// taken (left by a save that was killed, or made by a process of the same id elsewhere, as in
 /// another container) is passed over for the next.
-fn stage(target: &Path) -> io::Result<(PathBuf, File)> {
+fn stage(target: &Path, permissions: Option<&fs::Permissions>) -> io::Result<(PathBuf, File)> {
     static WRITES: AtomicU64 = AtomicU64::new(0);
     let Some(name) = target.file_name() else {
         return Err(io::Error::new(
@@ -79,7 +90,18 @@ fn stage(target: &Path) -> io::Result<(PathBuf, File)> {
         let count = WRITES.fetch_add(1, Ordering::Relaxed);
         staged.push(format!(".{}.{count}.partial", std::process::id()));
         let staged = target.with_file_name(staged);
-        match OpenOptions::new().write(true).create_new(true).open(&staged) {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        // Created with the old file's mode (less the umask), so it is never readable by more
+        // users than the old one while its bytes are written; the exact mode is set after.
+        #[cfg(unix)]
+        if let Some(permissions) = permissions {
+            use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+            options.mode(permissions.mode() & 0o7777);
+        }
+        #[cfg(not(unix))]
+        let _ = permissions;
+        match options.open(&staged) {
             Ok(file) => return Ok((staged, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),

@@ -382,8 +382,10 @@ fn shorten(field: &str) -> String {
 /// [`Error::Data`] (and nothing written) if the dataset could not be read back: it is empty, its
 /// `images` and `labels` differ in length, a label is not below 10, or a pixel is outside
 /// `[0, 1]`;
-/// [`Error::Io`] if the file cannot be written; then a file that was there is left as it was (the
-/// new one is written beside it, with its permissions, and renamed over it once whole).
+/// [`Error::Io`] if the file cannot be written; then a file that was there is left as it was: the
+/// new one is written beside it, with its permissions, and renamed over it once whole; except where
+/// that cannot be done (a read-only directory, another user's file in a sticky one such as `/tmp`,
+/// a name too long to stage it under), and the file is written in place, as `std::fs::write` does.
 ///
 /// ```
 /// use teenygrad::data::{toy_digits_split, write_csv};

@@ -587,6 +587,12 @@ mod tests {
             assert_eq!(got, picked_by_hand(x, &columns), "{:?}", x.view);
             assert_eq!(got.iter().map(|&v| v as f64).collect::<Vec<_>>(), want);
         }
+        // The output comes from the allocator that counts fresh bytes (16, too few to pool).
+        let x = ramp(&[4, 6]);
+        stats::reset();
+        x.pick_columns(columns.clone()).realize();
+        let ran = stats::get();
+        assert_eq!((ran.bytes_allocated, ran.bytes_fresh), (16, 16), "{ran:?}");
         // A graph of the same structure replays its plan, with its own columns.
         let (a, b) = (ramp(&[4, 6]), ramp(&[4, 6]));
         let graph = |columns: &Arc<[usize]>| {

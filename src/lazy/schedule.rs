@@ -467,9 +467,12 @@ fn run_index(node: &Node, kind: Indexing, x: &LazyBuffer, idx: &[usize]) {
         Some(&buf[start..start + width])
     };
     let out: Storage = match kind {
-        Indexing::PickColumns => (idx.iter().enumerate())
-            .map(|(row, &column)| read(row, column))
-            .collect(),
+        // SAFETY: each part is written whole, a value at a time.
+        Indexing::PickColumns => unsafe {
+            fill_output(idx.len(), |part, start| {
+                (part.iter_mut().enumerate()).for_each(|(k, v)| _ = v.write(read(start + k, idx[start + k])))
+            })
+        },
         // SAFETY: each part is written whole, a row's segment at a time.
         Indexing::PickRows => unsafe {
             fill_output(numel(&node.shape), |part, start| {

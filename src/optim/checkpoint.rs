@@ -57,8 +57,10 @@ use sealed::ParamState;
 
 /// Writes `optimizer`'s state for `model`'s parameters to the file `path` (created or replaced),
 /// so a training run resumes where it stopped. An [`Error::Io`](crate::Error::Io) names the path
-/// if it cannot be written; then a file that was there is left as it was (the new one is written
-/// beside it, with its permissions, and renamed over it once whole).
+/// if it cannot be written; then a file that was there is left as it was: the new one is written
+/// beside it, with its permissions, and renamed over it once whole; except where that cannot be
+/// done (a read-only directory, another user's file in a sticky one such as `/tmp`, a name too long
+/// to stage it under), and the file is written in place, as `std::fs::write` does.
 ///
 /// A parameter `name`'s state is stored as the tensors `name.momentum_buffer` (SGD), or
 /// `name.exp_avg` and `name.exp_avg_sq` (Adam and AdamW), as PyTorch names them, each with the

@@ -42,9 +42,11 @@ const BYTES_SOURCE: &str = "safetensors data";
 /// Writes every parameter of `model` to the file `path` (created or replaced), in the safetensors
 /// format: each as an `F32` little-endian tensor under its dotted name, with its dims.
 ///
-/// An [`Error::Io`] names the path if it cannot be written; then a file that was there is left
-/// as it was (the new one is written beside it, with its permissions, and renamed over it once
-/// whole).
+/// An [`Error::Io`] names the path if it cannot be written; then a file that was there is left as
+/// it was: the new one is written beside it, with its permissions, and renamed over it once whole;
+/// except where that cannot be done (a read-only directory, another user's file in a sticky one
+/// such as `/tmp`, a name too long to stage it under), and the file is written in place, as
+/// `std::fs::write` does.
 pub fn save<M: Params + ?Sized>(model: &M, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     let bytes = encode(model, &path.display().to_string())?;
