@@ -240,3 +240,23 @@ fn a_loop_over_many_sizes_keeps_each_ones_schedule() {
         assert_eq!(realize_rows(n, 0), 0, "{n} rows, the first time");
     }
 }
+
+/// Realizing a huge graph (whose maps the thread lets go of afterwards) keeps the plans of the
+/// graphs realized before it: the next repeat of one is still a reuse.
+#[test]
+fn a_huge_graph_between_repeats_keeps_their_plans() {
+    let first = graph(&buffer(&[3, 4], 0), &buffer(&[1, 4], 1));
+    realize(&first);
+    let mut deep = buffer(&[4], 2);
+    for _ in 0..10_000 {
+        deep = deep.unary(UnaryOp::Neg);
+    }
+    deep.realize();
+    assert_eq!(
+        deep.to_vec(),
+        buffer(&[4], 2).to_vec(),
+        "an even number of negations"
+    );
+    let again = graph(&buffer(&[3, 4], 3), &buffer(&[1, 4], 4));
+    assert_eq!(realize(&again).2, 1);
+}

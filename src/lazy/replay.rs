@@ -203,6 +203,8 @@ fn push_view(words: &mut Vec<u64>, view: &View) {
 #[derive(Default)]
 pub(super) struct Plans {
     entries: Vec<(Vec<u64>, Rc<[Step]>)>,
+    /// The words of all the entries' descriptions.
+    words: usize,
 }
 
 /// A training loop realizes a few distinct graphs (the step, the step on a last, shorter batch,
@@ -212,6 +214,12 @@ pub(super) struct Plans {
 /// many and the least recently used is forgotten. A lookup compares descriptions one by one,
 /// the most recently used first.
 const PLANS_KEPT: usize = 32;
+
+/// At most this many words (8 MiB) of descriptions are kept, the least recently used forgotten
+/// first: a description takes about 30 words a node, so a training step's (a few hundred nodes)
+/// is tens of kilobytes, but 40 distinct graphs of 3,000 nodes each grew a thread's memory by
+/// 72 MB with only the count bounded, and 16 MB with this bound too.
+const PLAN_WORDS_KEPT: usize = 1 << 20;
 
 impl Plans {
     /// The plan of a graph with this description, which becomes the most recently used.
@@ -229,9 +237,53 @@ impl Plans {
         let Some(words) = signature.words.take() else {
             return;
         };
-        if self.entries.len() == PLANS_KEPT {
-            self.entries.remove(0);
+        while !self.entries.is_empty()
+            && (self.entries.len() == PLANS_KEPT || self.words + words.len() > PLAN_WORDS_KEPT)
+        {
+            self.words -= self.entries.remove(0).0.len();
         }
+        self.words += words.len();
         self.entries.push((words, steps.into()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn described(words: Vec<u64>) -> Signature {
+        Signature {
+            words: Some(words),
+            ..Signature::default()
+        }
+    }
+
+    /// Plans are forgotten least recently used first, past `PLANS_KEPT` of them or
+    /// `PLAN_WORDS_KEPT` words of descriptions, whichever comes first.
+    #[test]
+    fn plans_are_bounded_by_count_and_by_size() {
+        let mut plans = Plans::default();
+        for k in 0..PLANS_KEPT as u64 + 5 {
+            plans.insert(&mut described(vec![k; 10]), Vec::new());
+        }
+        assert_eq!(plans.entries.len(), PLANS_KEPT);
+        assert!(plans.get(&described(vec![4; 10])).is_none());
+        assert!(plans.get(&described(vec![5; 10])).is_some());
+        // Large descriptions: only as many as fit the budget stay, the newest.
+        let large = PLAN_WORDS_KEPT / 3;
+        for k in 0..4 {
+            plans.insert(&mut described(vec![100 + k; large]), Vec::new());
+        }
+        assert_eq!(plans.entries.len(), 3, "{}", plans.words);
+        assert!(plans.words <= PLAN_WORDS_KEPT);
+        assert_eq!(
+            plans.words,
+            plans.entries.iter().map(|(w, _)| w.len()).sum::<usize>()
+        );
+        assert!(plans.get(&described(vec![100; large])).is_none());
+        assert!(plans.get(&described(vec![103; large])).is_some());
+        // One larger than the whole budget is still kept, alone.
+        plans.insert(&mut described(vec![7; PLAN_WORDS_KEPT + 1]), Vec::new());
+        assert_eq!(plans.entries.len(), 1);
     }
 }

@@ -78,10 +78,14 @@ pub(crate) fn realize(roots: &[&LazyBuffer]) {
             }
         }
     }
-    // A huge graph's maps are not worth holding on to.
-    if scratch.visited.capacity() <= 1 << 12 {
-        SCRATCH.with(|s| s.set(Some(scratch)));
+    // A huge graph's maps are not worth holding on to; the plans of the graphs before it are.
+    if scratch.visited.capacity() > 1 << 12 {
+        scratch = Scratch {
+            plans: scratch.plans,
+            ..Scratch::default()
+        };
     }
+    SCRATCH.with(|s| s.set(Some(scratch)));
     stats::update(|s| s.realize_time += started.elapsed());
 }
 
