@@ -438,6 +438,20 @@ fn missing_tensor_names_what_the_file_has_instead() {
         "missing from the file, which has \"model.0.weight\": to load names saved with a prefix, \
          read them with `nn::read_tensors`",
     );
+    // The model's own names are not "other tensors", nor taken for a prefixed one: a nested
+    // layer's `1.0.weight` ends with the missing `0.weight`.
+    let mut nested = (Linear::<2, 3>::init(&mut StdRng::seed_from_u64(2)), seeded_mlp(3));
+    let entries: Vec<_> = (nested.state_dict().into_iter())
+        .filter(|(n, ..)| n != "0.weight")
+        .map(|(n, d, v)| (n, "F32", d, f32_bytes(&v)))
+        .collect();
+    let err = nn::from_bytes(&mut nested, &file_from(&entries))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with("tensor 0.weight: is missing from the file"),
+        "{err}"
+    );
     // Past four names, a count.
     let names: Vec<String> = (0..7).map(|i| format!("t{i}")).collect();
     let entries: Vec<_> = names

@@ -203,7 +203,7 @@ fn push_view(words: &mut Vec<u64>, view: &View) {
 #[derive(Default)]
 pub(super) struct Plans {
     entries: Vec<(Vec<u64>, Rc<[Step]>)>,
-    /// The words of all the entries' descriptions.
+    /// The words all the entries' descriptions hold (their lists' capacities).
     words: usize,
 }
 
@@ -234,15 +234,17 @@ impl Plans {
 
     /// Keeps the steps of a graph (unless it was too large to describe), taking its description.
     pub(super) fn insert(&mut self, signature: &mut Signature, steps: Vec<Step>) {
-        let Some(words) = signature.words.take() else {
+        let Some(mut words) = signature.words.take() else {
             return;
         };
+        // A description's list may be one reused from a larger graph's: what it holds is counted.
+        words.shrink_to_fit();
         while !self.entries.is_empty()
-            && (self.entries.len() == PLANS_KEPT || self.words + words.len() > PLAN_WORDS_KEPT)
+            && (self.entries.len() == PLANS_KEPT || self.words + words.capacity() > PLAN_WORDS_KEPT)
         {
-            self.words -= self.entries.remove(0).0.len();
+            self.words -= self.entries.remove(0).0.capacity();
         }
-        self.words += words.len();
+        self.words += words.capacity();
         self.entries.push((words, steps.into()));
     }
 }
@@ -278,10 +280,17 @@ mod tests {
         assert!(plans.words <= PLAN_WORDS_KEPT);
         assert_eq!(
             plans.words,
-            plans.entries.iter().map(|(w, _)| w.len()).sum::<usize>()
+            plans.entries.iter().map(|(w, _)| w.capacity()).sum::<usize>()
         );
         assert!(plans.get(&described(vec![100; large])).is_none());
         assert!(plans.get(&described(vec![103; large])).is_some());
+        // A small description in a list reserved for a large one holds only what it needs.
+        let mut roomy = Vec::with_capacity(PLAN_WORDS_KEPT / 2);
+        roomy.extend([9; 10]);
+        plans.insert(&mut described(roomy), Vec::new());
+        // (Counted at its list's capacity, half the budget, it would have pushed out two.)
+        assert!(plans.words <= PLAN_WORDS_KEPT);
+        assert_eq!(plans.entries.len(), 3);
         // One larger than the whole budget is still kept, alone.
         plans.insert(&mut described(vec![7; PLAN_WORDS_KEPT + 1]), Vec::new());
         assert_eq!(plans.entries.len(), 1);

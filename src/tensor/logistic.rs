@@ -142,15 +142,18 @@ const GRAD_EPS: f32 = 1e-12;
 /// floored at −100 (so a confident mistake costs 100, not infinity) and `log(1 − p)` taken as
 /// `log1p(−p)`, exact for small `p`. Tracked if either side is: the probabilities' gradient is
 /// `(p − y)/max(p·(1 − p), 1e-12)/n` (±1e12/n where a probability of 0 or 1 is wrong), the
-/// targets' `log((1 − p)/p)/n` (infinite at 0 and 1, where the floors do not apply), both as
-/// PyTorch's. NaN over no elements.
+/// targets' `log((1 − p)/p)/n` (infinite at 0 and 1, where the floors do not apply), both
+/// PyTorch's formulas; the second is computed as `log1p(−p) − log p`, which rounds differently
+/// from PyTorch's `−logit(p)` near `p = 1/2` (neither is the closer throughout). NaN over no
+/// elements.
 ///
 /// Prefer [`binary_cross_entropy_with_logits`] where the probabilities come from a sigmoid: it
 /// keeps the accuracy that rounding `p` to f32 loses (a sigmoid of 20 is 1.0 in f32, and its
 /// loss for a target of 0 is then 100, not 20).
 ///
-/// The values are not checked: a probability outside `[0, 1]` gives NaN (PyTorch refuses it,
-/// which would need the values here), and a target outside it a value of the formula.
+/// The values are not checked (PyTorch refuses either outside `[0, 1]`, which would need the
+/// values here): a probability outside `[0, 1]` gives NaN, a target outside it a value of the
+/// formula.
 /// Panics if run-time dims differ, naming both shapes; see [`try_binary_cross_entropy`].
 ///
 /// ```

@@ -207,7 +207,10 @@ pub(crate) fn missing<'a>(
     let mut left: Vec<&String> = left.collect();
     left.sort();
     let suffix = format!(".{name}");
-    if let Some(prefixed) = left.iter().find(|other| other.ends_with(&suffix)) {
+    let prefixed = left
+        .iter()
+        .find(|other| !name.is_empty() && other.ends_with(&suffix));
+    if let Some(prefixed) = prefixed {
         return format!("is missing from {holder}, which has {prefixed:?}: {rename}");
     }
     if left.is_empty() {
@@ -260,11 +263,9 @@ fn decode_into<M: Params + ?Sized>(model: &mut M, bytes: &[u8], source: &str) ->
     let mut state = Vec::with_capacity(expected.len());
     for (name, dims) in &expected {
         let entry = file.remove(name).ok_or_else(|| {
-            tensor_error(
-                source,
-                name,
-                missing("the file", RENAME_IN_FILE, name, file.keys()),
-            )
+            // The file's names that none of the model's parameters has.
+            let left = file.keys().filter(|k| !expected.iter().any(|(e, _)| e == *k));
+            tensor_error(source, name, missing("the file", RENAME_IN_FILE, name, left))
         })?;
         if entry.dtype != "F32" {
             return Err(tensor_error(
