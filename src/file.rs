@@ -14,9 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// terminal is written to; a symbolic link's target is written (created, if the link dangles);
 /// and a file whose directory takes no new one (read-only, or a name too long for the staging
 /// suffix), or that only its owner may replace (another user's, in a sticky directory such as
-/// `/tmp`), is written in place, where a failure partway can cut it short. Unlike it, a file with other hard links gets a new inode (the
-/// other names keep the old contents), and its owner is the writer. A save killed partway leaves
-/// its hidden `.name.<pid>.<n>.partial` file beside the target.
+/// `/tmp`), is written in place, where a failure partway can cut it short. Unlike it, a file
+/// with other hard links gets a new inode (the other names keep the old contents), and its owner
+/// is the writer. A save killed partway leaves its hidden `.name.<pid>.<n>.partial` file beside
+/// the target.
 pub(crate) fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let target = match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => match fs::canonicalize(path) {

@@ -169,13 +169,10 @@ pub trait Params {
         }
         for (name, dims) in &expected {
             let found = state.iter().find(|(n, _, _)| n == name).ok_or_else(|| {
-                let left = state
-                    .iter()
-                    .map(|(n, _, _)| n)
-                    .filter(|n| !expected.iter().any(|(e, _)| e == *n));
+                let held = state.iter().map(|(n, _, _)| n);
                 Error::Data {
                     location: name.clone(),
-                    message: missing("the state", RENAME_IN_STATE, name, left),
+                    message: missing("the state", RENAME_IN_STATE, name, held, &expected),
                 }
             })?;
             let count: usize = dims.iter().product();

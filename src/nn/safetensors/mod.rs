@@ -194,17 +194,19 @@ pub(crate) fn tensor_error(source: &str, name: &str, message: impl Into<String>)
     }
 }
 
-/// Why `name` was not loaded from `holder` ("the file", "the state"), with its tensors no
-/// parameter has taken yet: when every name carries a prefix (a model saved inside another), one
-/// of them says so at once, with `rename`, how to load such names.
+/// Why the parameter `name` was not loaded from `holder` ("the file", "the state"), which has
+/// the tensors `held`, with those the model's parameters (`expected`) do not name: when every
+/// name carries a prefix (a model saved inside another), one of them says so at once, with
+/// `rename`, how to load such names.
 pub(crate) fn missing<'a>(
     holder: &str,
     rename: &str,
     name: &str,
-    left: impl Iterator<Item = &'a String>,
+    held: impl Iterator<Item = &'a String>,
+    expected: &[(String, Vec<usize>)],
 ) -> String {
     const SHOWN: usize = 4;
-    let mut left: Vec<&String> = left.collect();
+    let mut left: Vec<&String> = held.filter(|n| !expected.iter().any(|(e, _)| e == *n)).collect();
     left.sort();
     let suffix = format!(".{name}");
     let prefixed = left
@@ -250,7 +252,8 @@ fn encode<M: Params + ?Sized>(model: &M, source: &str) -> Result<Vec<u8>> {
 }
 
 /// How to load names saved under a prefix from a file.
-const RENAME_IN_FILE: &str = "to load names saved with a prefix, read them with `nn::read_tensors`, rename them and use `load_state_dict`";
+const RENAME_IN_FILE: &str = "to load names saved with a prefix, read them with `nn::read_tensors`, \
+                              rename them and use `load_state_dict`";
 
 /// Parses `bytes`, checks them against the model's parameters, and only then loads them.
 fn decode_into<M: Params + ?Sized>(model: &mut M, bytes: &[u8], source: &str) -> Result<()> {
@@ -263,9 +266,8 @@ fn decode_into<M: Params + ?Sized>(model: &mut M, bytes: &[u8], source: &str) ->
     let mut state = Vec::with_capacity(expected.len());
     for (name, dims) in &expected {
         let entry = file.remove(name).ok_or_else(|| {
-            // The file's names that none of the model's parameters has.
-            let left = file.keys().filter(|k| !expected.iter().any(|(e, _)| e == *k));
-            tensor_error(source, name, missing("the file", RENAME_IN_FILE, name, left))
+            let why = missing("the file", RENAME_IN_FILE, name, file.keys(), &expected);
+            tensor_error(source, name, why)
         })?;
         if entry.dtype != "F32" {
             return Err(tensor_error(
