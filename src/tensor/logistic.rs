@@ -154,6 +154,7 @@ const GRAD_EPS: f32 = 1e-12;
 /// The values are not checked (PyTorch refuses either outside `[0, 1]`, which would need the
 /// values here): a probability outside `[0, 1]` gives NaN, a target outside it a value of the
 /// formula.
+///
 /// Panics if run-time dims differ, naming both shapes; see [`try_binary_cross_entropy`].
 ///
 /// ```
