@@ -309,8 +309,17 @@ fn parse_row(line: &str, layout: CsvLayout) -> std::result::Result<(u8, [f32; FE
             }
             _ => "",
         };
+        // `str::lines` ends lines at LF (CRLF included): a file whose lines end in CR alone is
+        // one long line.
+        let cr_hint = match line.contains('\r') {
+            true => {
+                "; the line holds carriage returns: are its lines ended by CR alone? Only LF or \
+                     CRLF ends a line"
+            }
+            false => "",
+        };
         return Err(format!(
-            "expected {COLUMNS} columns ({order}), got {}{}{index_hint}",
+            "expected {COLUMNS} columns ({order}), got {}{}{index_hint}{cr_hint}",
             fields.len(),
             separator_hint(line)
         ));
@@ -531,6 +540,20 @@ mod tests {
         ] {
             assert_eq!(parse_csv(&text, "t").unwrap_err().to_string(), want);
         }
+    }
+
+    /// Lines ended by CR alone read as one line, whose count of columns is then named with why.
+    #[test]
+    fn lines_ended_by_cr_alone_are_named() {
+        let text = format!("{}\r{}\r", row("1", "0"), row("2", "0"));
+        assert_eq!(
+            parse_csv(&text, "t").unwrap_err().to_string(),
+            "t:1: expected 65 columns (a label and 64 pixels), got 129; the line holds carriage \
+             returns: are its lines ended by CR alone? Only LF or CRLF ends a line"
+        );
+        // CRLF is read as LF.
+        let text = format!("{}\r\n{}\r\n", row("1", "0"), row("2", "0"));
+        assert_eq!(parse_csv(&text, "t").unwrap().labels, vec![1, 2]);
     }
 
     /// pandas' `to_csv` writes the row index first unless told not to: one column too many.
