@@ -513,11 +513,7 @@ impl LazyBuffer {
         }
         let mut values = self.with_values(Storage::from_slice);
         f(&mut values);
-        let bytes = (values.len() * size_of::<f32>()) as u64;
-        stats::update(|s| {
-            s.bytes_allocated += bytes;
-            s.bytes_fresh += bytes;
-        });
+        stats::fresh_copy(values.len());
         *self = Self::from_storage(values, self.shape());
     }
 

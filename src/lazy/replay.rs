@@ -97,6 +97,15 @@ pub(super) enum Step {
     },
 }
 
+impl Step {
+    /// The node the step writes: its root, or for a product with an epilogue, the kernel's.
+    pub(super) fn output(&self) -> usize {
+        match self {
+            Step::MatMul(i) | Step::Copy(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. } => *i,
+        }
+    }
+}
+
 /// Graphs of more nodes are neither described nor kept: their description would be large, and
 /// such a graph (a very deep chain) is rarely realized twice.
 const MAX_DESCRIBED_NODES: usize = 1 << 12;

@@ -225,8 +225,7 @@ impl Held for Live {
 fn run_steps(held: &mut impl Held, steps: &[Step], externals: &[Arc<Node>]) {
     for (s, step) in steps.iter().enumerate() {
         match step {
-            Step::MatMul(i) | Step::Copy(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. }
-                if held.node(*i).is_realized() => {}
+            _ if held.node(step.output()).is_realized() => {}
             Step::MatMul(i) => run_product(held, *i, *i, None, externals),
             Step::Copy(i) => run_copy(held.node(*i), held.op(*i)),
             Step::Fused(i, plan) => run_kernel(held.node(*i), plan.bind(|j| held.buffer(j), externals)),
@@ -817,11 +816,7 @@ impl Graph {
     /// the graph held everything to its end.
     fn execute(&mut self, steps: &[Step], externals: &[Arc<Node>], live: &mut Live) {
         let outputs: usize = (steps.iter())
-            .map(|step| match step {
-                Step::MatMul(i) | Step::Copy(i) | Step::Fused(i, _) | Step::Product { kernel: i, .. } => {
-                    self.nodes[*i].shape.iter().product::<usize>()
-                }
-            })
+            .map(|step| self.nodes[step.output()].shape.iter().product::<usize>())
             .sum();
         // Debug builds always let go, so every test graph exercises it.
         if outputs.saturating_mul(size_of::<f32>()) < RELEASE_FROM && !cfg!(debug_assertions) {
@@ -949,11 +944,7 @@ fn operand(input: &LazyBuffer) -> (Arc<Storage>, View) {
     }
     let mut copy = Storage::filled(input.numel(), 0.0);
     super::gather::gather(&buf, &input.view, 0, &mut copy);
-    let bytes = (copy.len() * size_of::<f32>()) as u64;
-    stats::update(|s| {
-        s.bytes_allocated += bytes;
-        s.bytes_fresh += bytes;
-    });
+    stats::fresh_copy(copy.len());
     (Arc::new(copy), View::contiguous(input.shape()))
 }
 

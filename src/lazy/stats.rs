@@ -65,6 +65,15 @@ pub(crate) fn update(f: impl FnOnce(&mut Stats)) {
     });
 }
 
+/// Counts a copy of `values` values made outside the pool (always fresh memory).
+pub(crate) fn fresh_copy(values: usize) {
+    let bytes = (values * size_of::<f32>()) as u64;
+    update(|s| {
+        s.bytes_allocated += bytes;
+        s.bytes_fresh += bytes;
+    });
+}
+
 /// True when `TEENYGRAD_DEBUG` is set to anything but `0` or empty.
 pub(crate) fn tracing() -> bool {
     static TRACE: OnceLock<bool> = OnceLock::new();
