@@ -375,8 +375,12 @@ impl View {
         }
         if let Some(step) = self.linear_step() {
             let mut out = View::contiguous(shape);
-            out.strides.iter_mut().for_each(|s| *s *= step);
-            out.offset = self.offset;
+            // A changed view is a copy of the shared one: only make it when it differs.
+            if (step, self.offset) != (1, 0) {
+                let fields = &mut *out;
+                fields.strides.iter_mut().for_each(|s| *s *= step);
+                fields.offset = self.offset;
+            }
             return Some(out);
         }
         self.reshape_strided(shape)
@@ -651,6 +655,22 @@ mod tests {
         assert_eq!(padded.shape(), &[3, 4]);
         let again = View::contiguous(&[2, 3]);
         assert!(again.is_contiguous() && again.shape() == [2, 3] && again.mask().is_none());
+        // A reshape of a row-major view from position 0 is the shared view of its new shape;
+        // one from elsewhere, or stepping over values, is a changed copy.
+        let reshaped = View::contiguous(&[6]).reshape(&[3, 2]).unwrap();
+        assert!(Arc::ptr_eq(&reshaped.0, &View::contiguous(&[3, 2]).0));
+        let from_row_1 = a.shrink(&[(1, 2), (0, 3)]).reshape(&[3]).unwrap();
+        assert_eq!((from_row_1.offset(), from_row_1.strides()), (3, &[1][..]));
+        let every_other = View::contiguous(&[2, 4])
+            .shrink(&[(0, 2), (0, 1)])
+            .reshape(&[2])
+            .unwrap();
+        assert_eq!((every_other.offset(), every_other.strides()), (0, &[4][..]));
+        assert_eq!(
+            View::contiguous(&[3, 2]).strides(),
+            &[2, 1],
+            "the shared view is unchanged"
+        );
         // Shapes of any rank still get their own row-major strides.
         for shape in [&[][..], &[0], &[5], &[3, 1, 4], &[2, 2, 2, 2, 2, 2, 2]] {
             let v = View::contiguous(shape);
