@@ -36,11 +36,15 @@ pub(crate) struct AlignedBlock {
 
 impl AlignedBlock {
     /// Makes this `len` values long for a writer that sets all of them: the values it keeps are
-    /// whatever an earlier user left (initialized, but meaningless), and only new lines are
-    /// zeroed. A kernel takes a few block buffers per run, and zeroing a block's 4 KiB each was measurable
-    /// on small kernels.
+    /// whatever an earlier user left (initialized, but meaningless), and only lines never held
+    /// before are zeroed. A kernel takes a few block buffers per run, and zeroing a block's 4 KiB
+    /// each was measurable on small kernels; so was zeroing again the lines a shorter use had cut
+    /// off (twice a 64→128→10 training step, as pooled blocks alternate between lengths).
     pub(crate) fn set_len_for_writing(&mut self, len: usize) {
-        self.lines.resize(len.div_ceil(16), Line::default());
+        let lines = len.div_ceil(16);
+        if self.lines.len() < lines {
+            self.lines.resize(lines, Line::default());
+        }
         self.len = len;
     }
 
@@ -84,6 +88,20 @@ mod tests {
         assert!(block.is_worth_keeping(608));
         assert!(!block.is_worth_keeping(592));
         assert!(!AlignedBlock::default().is_worth_keeping(600));
+    }
+
+    #[test]
+    fn lines_a_shorter_use_cut_off_are_not_zeroed_again() {
+        let mut block = AlignedBlock::default();
+        block.set_len_for_writing(608);
+        block.values_mut().fill(7.0);
+        block.set_len_for_writing(16);
+        block.set_len_for_writing(608);
+        assert!(block.values().iter().all(|&v| v == 7.0));
+        // Lines never held before are zeroed.
+        block.set_len_for_writing(640);
+        assert_eq!(block.values()[600..608], [7.0; 8]);
+        assert_eq!(block.values()[608..], [0.0; 32]);
     }
 
     #[test]
