@@ -162,27 +162,41 @@ impl Rule {
     /// separate arguments so the compiler knows they do not overlap and vectorizes the loop.
     #[inline(always)]
     fn apply(self, p: &mut [f32], b: &mut [f32], g: &[f32], first: bool) {
-        let decay = |p: f32, g: f32| {
-            if self.weight_decay != 0.0 {
-                g + self.weight_decay * p
-            } else {
-                g
-            }
-        };
         if self.momentum == 0.0 {
             for (p, &g) in p.iter_mut().zip(g) {
-                *p -= decay(*p, g) * self.lr;
+                *p -= self.decay(*p, g) * self.lr;
             }
             return;
         }
+        // One loop per case, so none tests the case per element.
+        match (first, self.nesterov) {
+            (true, false) => self.with_momentum::<true, false>(p, b, g),
+            (false, false) => self.with_momentum::<false, false>(p, b, g),
+            (true, true) => self.with_momentum::<true, true>(p, b, g),
+            (false, true) => self.with_momentum::<false, true>(p, b, g),
+        }
+    }
+
+    /// The gradient with weight decay added.
+    #[inline(always)]
+    fn decay(self, p: f32, g: f32) -> f32 {
+        if self.weight_decay != 0.0 {
+            g + self.weight_decay * p
+        } else {
+            g
+        }
+    }
+
+    #[inline(always)]
+    fn with_momentum<const FIRST: bool, const NESTEROV: bool>(self, p: &mut [f32], b: &mut [f32], g: &[f32]) {
         for ((p, &g), b) in p.iter_mut().zip(g).zip(b.iter_mut()) {
-            let d = decay(*p, g);
-            *b = flush_subnormal(if first {
+            let d = self.decay(*p, g);
+            *b = flush_subnormal(if FIRST {
                 d
             } else {
                 self.momentum * *b + (1.0 - self.dampening) * d
             });
-            let step = if self.nesterov { d + self.momentum * *b } else { *b };
+            let step = if NESTEROV { d + self.momentum * *b } else { *b };
             *p -= step * self.lr;
         }
     }
