@@ -19,7 +19,7 @@
 //! the mask, the scalar operations `execute` runs for it), so whether a product takes its
 //! epilogue changes no value.
 
-use super::kernel::{BLOCK, Instr, as_uninit, execute, repeat_period};
+use super::kernel::{BLOCK, Instr, as_uninit, execute, repeat_period, return_scratch, scratch_block};
 use super::ops::{BinaryOp, UnaryOp, binary_f32};
 use super::parallel;
 use super::replay::{KernelPlan, Source};
@@ -216,27 +216,29 @@ impl Epilogue {
         let piece = (rows * n).min(BLOCK);
         // The bias row once per row of a piece, so a piece's bias is one slice of it (a row
         // longer than a block is its own tile), by copies that double what is filled: a row at a
-        // time, rows of 10 took 102 copies, longer than a [32, 10] product. On the stack: this
-        // runs for every product.
-        let mut repeated = [0.0; BLOCK];
+        // time, rows of 10 took 102 copies, longer than a [32, 10] product. Both buffers are
+        // pooled blocks, as this runs for every product: two arrays of a block on the stack were
+        // zeroed on every call.
+        let mut repeated = scratch_block(if bias.is_some() && rows > 1 { rows * n } else { 0 });
         let tile: &[f32] = match bias {
             Some(b) if rows > 1 => {
-                let len = rows * n;
+                let repeated = repeated.values_mut();
                 repeated[..n].copy_from_slice(b);
-                repeat_period(&mut repeated[..len], n);
-                &repeated[..len]
+                repeat_period(repeated, n);
+                repeated
             }
             Some(b) => b,
             None => &[],
         };
-        let mut tmp = [0.0; BLOCK];
+        let mut tmp = scratch_block(piece);
         for group in out.chunks_mut(rows * n) {
             for (start, values) in (0..).step_by(piece).zip(group.chunks_mut(piece)) {
                 let len = values.len();
                 let bias = tile.get(start..start + len).unwrap_or(&[]);
-                self.apply_piece(bias, values, &mut tmp[..len]);
+                self.apply_piece(bias, values, &mut tmp.values_mut()[..len]);
             }
         }
+        return_scratch([repeated, tmp].into_iter());
     }
 
     /// `values` (and the bias under them) through the epilogue, with `tmp` as scratch.

@@ -1014,7 +1014,7 @@ thread_local! {
 
 /// A block buffer of `len` values for a writer that sets them all, reused from an earlier kernel
 /// when one is free.
-fn scratch_block(len: usize) -> AlignedBlock {
+pub(super) fn scratch_block(len: usize) -> AlignedBlock {
     let mut buf = pooled(&SCRATCH);
     buf.set_len_for_writing(len);
     buf
@@ -1051,7 +1051,7 @@ pub(super) fn repeat_period(values: &mut [f32], period: usize) {
 
 /// Keeps up to 64 block buffers of at most four blocks for later kernels, and two larger ones
 /// (a transposed leaf's panels, up to 64K values each) apart; the rest are freed.
-fn return_scratch(bufs: impl Iterator<Item = AlignedBlock>) {
+pub(super) fn return_scratch(bufs: impl Iterator<Item = AlignedBlock>) {
     for buf in bufs {
         let (pool, most) = if buf.is_worth_keeping(4 * BLOCK) {
             (&SCRATCH, 64)
