@@ -187,6 +187,8 @@ impl Rule {
         }
     }
 
+    /// The update with a momentum buffer: its first (which sets it to the gradient) or a later
+    /// one, by Nesterov's rule or not.
     #[inline(always)]
     fn with_momentum<const FIRST: bool, const NESTEROV: bool>(self, p: &mut [f32], b: &mut [f32], g: &[f32]) {
         for ((p, &g), b) in p.iter_mut().zip(g).zip(b.iter_mut()) {
