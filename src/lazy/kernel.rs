@@ -520,7 +520,7 @@ impl Drop for Plan<'_> {
     fn drop(&mut self) {
         for access in self.access.drain(..) {
             match access {
-                LeafAccess::Copied(values) => alloc::recycle(Arc::new(values)),
+                LeafAccess::Copied(values) => alloc::keep(values),
                 LeafAccess::Periodic { tile, .. } => return_scratch(std::iter::once(tile)),
                 _ => {}
             }
