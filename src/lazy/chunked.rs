@@ -16,9 +16,9 @@
 #[cfg(target_arch = "x86_64")]
 use std::mem::MaybeUninit;
 
-use super::kernel::Instr;
 #[cfg(target_arch = "x86_64")]
-use super::kernel::{execute, operands};
+use super::execute::{execute, operands};
+use super::kernel::Instr;
 use super::ops::{BinaryOp, UnaryOp};
 
 /// Values per chunk: eight vectors, so each instruction still has independent work to overlap,

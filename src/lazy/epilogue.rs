@@ -19,7 +19,8 @@
 //! the mask, the scalar operations `execute` runs for it), so whether a product takes its
 //! epilogue changes no value.
 
-use super::kernel::{BLOCK, Instr, as_uninit, execute, repeat_period, return_scratch, scratch_block};
+use super::execute::execute;
+use super::kernel::{BLOCK, Instr, as_uninit, repeat_period, return_scratch, scratch_block};
 use super::ops::{BinaryOp, UnaryOp, binary_f32};
 use super::parallel;
 use super::replay::{KernelPlan, Source};

@@ -13,8 +13,9 @@ use std::time::Instant;
 
 use super::axes::AxisVec;
 use super::epilogue::{self, Epilogue};
+use super::execute::{execute, operands};
 use super::fast_hash::{FastMap, FastSet};
-use super::kernel::{FusedKernel, Instr, Leaf, Program, execute, fill_output, line_aligned_blocks, operands};
+use super::kernel::{FusedKernel, Instr, Leaf, Program, fill_output, line_aligned_blocks};
 use super::node::{Indexing, Node, Op};
 use super::ops::{BinaryOp, UnaryOp};
 use super::replay::{KernelPlan, Plans, Signature, Source, Step};
