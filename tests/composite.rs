@@ -419,8 +419,9 @@ fn var_and_std_are_exact_on_constant_rows_and_accurate_far_from_zero() {
 
 /// Bessel's correction has nothing to divide over fewer than two values: NaN, as in PyTorch (a
 /// sum of no squares, 0, divided by -1 would say -0).
-/// `torch.clamp`'s values and gradient: limited values pass no gradient, values at a bound do,
-/// NaN stays NaN with none, infinities are limited, and `lo > hi` gives `hi` everywhere.
+/// `torch.clamp`'s values and gradient (PyTorch 2.15): limited values and values at a bound pass
+/// no gradient, NaN stays NaN with none, infinities are limited, and `lo > hi` gives `hi`
+/// everywhere.
 #[test]
 fn clamp_matches_torch_values_and_gradients() {
     let nan = f32::NAN;
@@ -434,23 +435,28 @@ fn clamp_matches_torch_values_and_gradients() {
     (y * Tensor::from([2.0; 8])).sum_all().backward();
     assert_eq!(
         x.grad().unwrap().to_array(),
-        [0.0, 0.0, 2.0, 2.0, 2.0, 0.0, 0.0, 0.0]
+        [0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 0.0]
     );
     // One-sided with an infinite bound, and the bounds crossed.
     let x = Tensor::from([-3.0, 4.0]);
     assert_eq!(x.clamp(f32::NEG_INFINITY, 0.0).to_array(), [-3.0, 0.0]);
     assert_eq!(x.clamp(2.0, 1.0).to_array(), [1.0, 1.0]);
-    // Tracked through a broadcast view, used twice: gradients add where unlimited.
+    // Tracked through a broadcast view, used twice: gradients add where strictly inside (0.5
+    // is at the first clamp's bound and inside the second's).
     let w = Tensor::from([0.5, -1.0]).requires_grad();
     let z: Tensor<Rank2<3, 2>, Tracked> = w.broadcast();
     (z.clamp(-0.5, 0.5) + z.clamp(0.0, 1.0)).sum_all().backward();
-    assert_eq!(w.grad().unwrap().to_array(), [6.0, 0.0]);
+    assert_eq!(w.grad().unwrap().to_array(), [3.0, 0.0]);
+    // A bound equal to both, and a bound of -0.0 against a value of +0.0: no gradient.
+    let x = Tensor::from([1.0, 0.0]).requires_grad();
+    (x.clamp(1.0, 1.0) + x.clamp(-0.0, 2.0)).sum_all().backward();
+    assert_eq!(x.grad().unwrap().to_array(), [1.0, 0.0]);
 }
 
 /// Against the definition, bit for bit, over values and bounds drawn from a set with signed
 /// zeros, infinities, NaN and the bounds themselves: the value is `lo` only where `x < lo`, then
 /// `hi` only where `hi <` that, else `x` (so `-0.0` stays `-0.0` at a bound of `0.0`); the
-/// gradient is the upstream one exactly where `lo <= x <= hi` and `+0.0` elsewhere, even where
+/// gradient is the upstream one exactly where `lo < x < hi` and `+0.0` elsewhere, even where
 /// the upstream one is NaN or infinite.
 #[test]
 fn clamp_is_its_definition_bit_for_bit() {
@@ -487,7 +493,7 @@ fn clamp_is_its_definition_bit_for_bit() {
         for (k, &v) in xs.iter().enumerate() {
             let raised = if v < lo { lo } else { v };
             let want = if hi < raised { hi } else { raised };
-            let want_grad = if lo <= v && v <= hi { ups[k] } else { 0.0 };
+            let want_grad = if lo < v && v < hi { ups[k] } else { 0.0 };
             let at = format!("clamp({v}, {lo}, {hi}) with upstream {}", ups[k]);
             assert_eq!(values[k].to_bits(), want.to_bits(), "{at}: {}", values[k]);
             assert_eq!(

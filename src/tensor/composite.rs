@@ -252,19 +252,19 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     }
 
     /// Each value limited to `[lo, hi]`: `min(max(x, lo), hi)`, as `torch.clamp`, so `hi` where
-    /// `lo > hi`. The gradient passes where the value was not limited, at the bounds too, as
-    /// `torch.clamp`'s does (`maximum`/`minimum` would split it there); a NaN stays NaN and
-    /// passes none.
+    /// `lo > hi`. The gradient passes strictly inside the bounds (`lo < x < hi`) and not at them,
+    /// as `torch.clamp`'s does in PyTorch 2.15 (like `relu`'s at 0 and `hardtanh`'s; earlier
+    /// releases passed it at the bounds too); a NaN stays NaN and passes none.
     ///
     /// Panics if a bound is NaN, naming both.
     ///
     /// ```
     /// use teenygrad::prelude::*;
-    /// let x = Tensor::from([-2.0, 0.0, 1.0, 3.0]).requires_grad();
+    /// let x = Tensor::from([-2.0, 0.0, 0.5, 3.0]).requires_grad();
     /// let y = x.clamp(0.0, 1.0);
-    /// assert_eq!(y.to_array(), [0.0, 0.0, 1.0, 1.0]);
+    /// assert_eq!(y.to_array(), [0.0, 0.0, 0.5, 1.0]);
     /// y.sum_all().backward();
-    /// assert_eq!(x.grad().unwrap().to_array(), [0.0, 1.0, 1.0, 0.0]);
+    /// assert_eq!(x.grad().unwrap().to_array(), [0.0, 0.0, 1.0, 0.0]);
     /// ```
     #[doc(alias = "clip")]
     #[track_caller]
@@ -282,10 +282,10 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         let value = hi.binary(BinaryOp::Min, &lo.binary(BinaryOp::Max, &x));
         let var = Var::record(value, &[&self.var], || {
             Box::new(move |g: &LazyBuffer| {
-                // `lo <= x <= hi`: false at a NaN, and everywhere when `lo > hi`.
+                // `lo < x < hi`: false at a bound, at a NaN, and everywhere when `lo >= hi`.
                 let kept = lo
-                    .binary(BinaryOp::CmpLe, &x)
-                    .mul(&x.binary(BinaryOp::CmpLe, &hi));
+                    .binary(BinaryOp::CmpLt, &x)
+                    .mul(&x.binary(BinaryOp::CmpLt, &hi));
                 [kept.where_(g, &LazyBuffer::full(&dims, 0.0))].into()
             }) as crate::autograd::BackwardFn
         });
