@@ -417,8 +417,6 @@ fn var_and_std_are_exact_on_constant_rows_and_accurate_far_from_zero() {
     }
 }
 
-/// Bessel's correction has nothing to divide over fewer than two values: NaN, as in PyTorch (a
-/// sum of no squares, 0, divided by -1 would say -0).
 /// `torch.clamp`'s values and gradient (PyTorch 2.15): limited values and values at a bound pass
 /// no gradient, NaN stays NaN with none, infinities are limited, and `lo > hi` gives `hi`
 /// everywhere.
@@ -600,6 +598,8 @@ fn var_and_std_overflow_where_their_squares_do() {
     );
 }
 
+/// Bessel's correction has nothing to divide over fewer than two values: NaN, as in PyTorch (a
+/// sum of no squares, 0, divided by -1 would say -0).
 #[test]
 fn var_of_fewer_than_two_values_is_nan() {
     assert!(Tensor::from([3.0]).var::<Axis<0>>().item().is_nan());
