@@ -796,6 +796,35 @@ fn relu_and_abs_have_gradient_zero_at_zero() {
     assert_eq!(x.grad().unwrap().to_array(), [0.0, -1.0, 1.0, 0.0]);
 }
 
+/// PyTorch's relu gradient, `where(y <= 0, 0, g)`, bit for bit (PyTorch 2.15 gives these values):
+/// `+0.0` where the unit is off, even where the upstream gradient is infinite, NaN or negative (a
+/// product by the mask gave NaN and -0.0 there), and the upstream gradient where `x` is NaN. Both
+/// as a kernel of its own and as a product's epilogue (the gradient through the next layer).
+#[test]
+fn relu_gradient_is_torchs_at_specials() {
+    let (nan, inf) = (f32::NAN, f32::INFINITY);
+    let xs = [nan, -1.0, -0.0, 0.0, 2.0, inf, -inf];
+    let ups = [5.0, inf, nan, -3.0, -3.0, 2.0, -inf];
+    let want = [5.0f32, 0.0, 0.0, 0.0, -3.0, 2.0, 0.0];
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let x = Tensor::from(xs).requires_grad();
+    (x.relu() * Tensor::from(ups)).sum_all().backward();
+    assert_eq!(bits(&x.grad_values().unwrap()), bits(&want));
+    // `h = relu(x)` feeds `h·w`, whose gradient `g·wᵀ` the mask follows: each row of `g·wᵀ` is
+    // `ups`, with `g` a column of ones and `w` one column. Unrealized, the mask's kernel
+    // recomputes `h` from `x`; realized first, it reads `h` and runs as the product's epilogue
+    // (`TEENYGRAD_DEBUG=1` shows `then [CmpLe Where]`).
+    for realized in [false, true] {
+        let x = Tensor::<Rank2<2, 7>>::from([xs, xs]).requires_grad();
+        let w = Tensor::<Rank2<7, 1>>::from(ups.map(|u| [u]));
+        let h = if realized { x.relu().realize() } else { x.relu() };
+        h.matmul(&w).sum_all().backward();
+        let grad = x.grad_values().unwrap();
+        assert_eq!(bits(&grad[..7]), bits(&want), "h realized first: {realized}");
+        assert_eq!(bits(&grad[7..]), bits(&want), "h realized first: {realized}");
+    }
+}
+
 #[test]
 fn pow_gradients_at_a_zero_base_or_exponent_are_zero_not_nan() {
     // d/db 0^b = 0 for b ≥ 0 (0^b is constant 0 there, and 0^0 = 1 is taken so too, as PyTorch

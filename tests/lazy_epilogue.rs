@@ -1,5 +1,5 @@
 //! A product's epilogue: a bias row added to a matrix product, relu after it, or both, or relu's
-//! gradient mask `p · (0 < y)`, run as part of the product when the product's only reader is
+//! gradient mask `where(y <= 0, 0, p)`, run as part of the product when the product's only reader is
 //! that kernel (a `Linear` layer's `x·Wᵀ + b`, then relu; its gradient through the next layer). It must give, bit for bit, what the unfused kernels give on every path
 //! the product can take (the direct tile, read in place or transposed, packed panels of B, sgemm
 //! on one thread or split between threads, batched), with NaN, infinities and signed zeros in the
@@ -132,14 +132,12 @@ fn every_product_path_gives_the_unfused_bits() {
     }
 }
 
-/// Relu's gradient mask after a product, `p · (s < y)` or `(s < y) · p` with `s` one value and
-/// `y` a matrix of the product's shape: one kernel, the unfused bits, on the product's paths,
-/// with NaN, infinities and signed zeros in `p` and in `y`, `y` read at an offset, and an output
-/// large enough to be split between threads.
+/// Relu's gradient mask after a product, `where(y <= s, s, p)` with `s` one value and `y` a
+/// matrix of the product's shape: one kernel, the unfused bits, on the product's paths, with NaN,
+/// infinities and signed zeros in `p` and in `y` (where `y` is NaN, `p` passes), `y` read at an
+/// offset, and an output large enough to be split between threads.
 #[test]
 fn relus_gradient_mask_runs_with_the_product() {
-    type Mask = fn(&LazyBuffer, &LazyBuffer) -> LazyBuffer;
-    let forms: [(&str, Mask); 2] = [("p · m", |p, m| p.mul(m)), ("m · p", |p, m| m.mul(p))];
     let cases: &[(&str, [usize; 3])] = &[
         ("direct tile", [32, 10, 128]),
         ("packed panels", [128, 256, 100]),
@@ -153,25 +151,26 @@ fn relus_gradient_mask_runs_with_the_product() {
             let b = buffer(&[k, n], seed + 1, special);
             // `y` as rows 1..m + 1 of a taller matrix: read at an offset.
             let y = buffer(&[m + 1, n], seed + 2, special).shrink(&[(1, m + 1), (0, n)]);
-            for (s_name, s) in [("zero", 0.0), ("a quarter", 0.25)] {
-                let mask = LazyBuffer::full(&[m, n], s).binary(BinaryOp::CmpLt, &y);
-                for (form_name, form) in forms {
-                    let case = format!("{name} (special {special}), s {s_name}, {form_name}");
-                    let before = stats::get().kernels;
-                    let got = form(&a.matmul(&b), &mask).to_vec();
-                    assert_eq!(stats::get().kernels - before, 1, "{case}: one kernel");
-                    let p = a.matmul(&b);
-                    p.realize();
-                    let want = form(&p, &mask).to_vec();
-                    assert_eq!(bits(&got), bits(&want), "{case}");
-                }
+            for (s_name, s) in [("zero", 0.0), ("a quarter", 0.25), ("minus zero", -0.0)] {
+                let s = LazyBuffer::full(&[m, n], s);
+                let mask = |p: &LazyBuffer| y.binary(BinaryOp::CmpLe, &s).where_(&s, p);
+                let case = format!("{name} (special {special}), s {s_name}");
+                let before = stats::get().kernels;
+                let got = mask(&a.matmul(&b)).to_vec();
+                assert_eq!(stats::get().kernels - before, 1, "{case}: one kernel");
+                let p = a.matmul(&b);
+                p.realize();
+                let want = mask(&p).to_vec();
+                assert_eq!(bits(&got), bits(&want), "{case}");
             }
         }
     }
 }
 
-/// A mask whose matrix is not the product's shape in full (a row broadcast), or whose compared
-/// value is not one value, is no epilogue: the product runs apart, to the same values.
+/// A mask whose matrix is not the product's shape in full (a row broadcast), whose compared
+/// value is not one value, that compares the other way, that picks the matrix instead of the
+/// value compared, or the product where the comparison holds, is no epilogue: the product runs
+/// apart, to the same values.
 #[test]
 fn other_masks_keep_the_product_apart() {
     let a = buffer(&[16, 24], 1, true);
@@ -179,21 +178,39 @@ fn other_masks_keep_the_product_apart() {
     let row = buffer(&[1, 40], 3, true).expand(&[16, 40]);
     let full = buffer(&[16, 40], 4, true);
     let zero = LazyBuffer::full(&[16, 40], 0.0);
-    let masks = [
-        ("a row broadcast", zero.binary(BinaryOp::CmpLt, &row)),
-        ("a matrix compared", full.binary(BinaryOp::CmpLt, &row)),
-        ("compared the other way", full.binary(BinaryOp::CmpLt, &zero)),
+    type Mask = Box<dyn Fn(&LazyBuffer) -> LazyBuffer>;
+    let masks: [(&str, Mask); 5] = [
+        ("a row broadcast", {
+            let (row, zero) = (row.clone(), zero.clone());
+            Box::new(move |p| row.binary(BinaryOp::CmpLe, &zero).where_(&zero, p))
+        }),
+        ("a matrix compared", {
+            let (full, row) = (full.clone(), row.clone());
+            Box::new(move |p| full.binary(BinaryOp::CmpLe, &row).where_(&row, p))
+        }),
+        ("compared the other way", {
+            let (full, zero) = (full.clone(), zero.clone());
+            Box::new(move |p| zero.binary(BinaryOp::CmpLe, &full).where_(&zero, p))
+        }),
+        ("the matrix picked", {
+            let (full, zero) = (full.clone(), zero.clone());
+            Box::new(move |p| full.binary(BinaryOp::CmpLe, &zero).where_(&full, p))
+        }),
+        ("the picks swapped", {
+            let (full, zero) = (full.clone(), zero.clone());
+            Box::new(move |p| full.binary(BinaryOp::CmpLe, &zero).where_(p, &zero))
+        }),
     ];
     for (name, mask) in masks {
         let before = stats::get().kernels;
-        let got = a.matmul(&b).mul(&mask).to_vec();
+        let got = mask(&a.matmul(&b)).to_vec();
         assert!(
             stats::get().kernels - before >= 2,
             "{name}: the product ran apart"
         );
         let p = a.matmul(&b);
         p.realize();
-        assert_eq!(bits(&got), bits(&p.mul(&mask).to_vec()), "{name}");
+        assert_eq!(bits(&got), bits(&mask(&p).to_vec()), "{name}");
     }
 }
 

@@ -67,9 +67,15 @@ impl Var {
                     }
                     UnaryOp::Tanh => g.mul(&full_like(&x, 1.0).sub(&y.mul(&y))),
                     UnaryOp::Sigmoid => g.mul(&y).mul(&full_like(&x, 1.0).sub(&y)),
-                    // From the output (y > 0 exactly where x > 0), so the pre-activation is read
-                    // only by the forward relu and can fuse into it.
-                    UnaryOp::Relu => g.mul(&cmp(BinaryOp::CmpLt, &zero(), &y)),
+                    // PyTorch's `where(y <= 0, 0, g)`: +0 where the unit is off, even for an
+                    // infinite or NaN `g` (a product by the mask made those NaN, and `-g·0` a
+                    // -0), and `g` where `x` is NaN (so is `y`). From the output (y > 0 exactly
+                    // where x > 0), so the pre-activation is read only by the forward relu and
+                    // can fuse into it; one zero for both, so the kernel reads one leaf.
+                    UnaryOp::Relu => {
+                        let zero = zero();
+                        cmp(BinaryOp::CmpLe, &y, &zero).where_(&zero, g)
+                    }
                     // Φ(x) + x·φ(x), with the density φ(x) = e^(-x²/2)/√(2π).
                     UnaryOp::Gelu => {
                         let c = |v: f32| full_like(&x, v);

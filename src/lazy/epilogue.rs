@@ -10,9 +10,9 @@
 //! against 44.5 µs unfused, the epilogues themselves taking about 0.4 µs of it. On the
 //! 784→512→256→10 step the difference was below the run-to-run spread.
 //!
-//! In the backward pass, the gradient reaching a relu's input is `g · (0 < y)`, `y` the relu's
-//! output and `g` the product that carries the gradient back through the next layer: the same
-//! pattern, with a matrix of the product's shape instead of a bias row.
+//! In the backward pass, the gradient reaching a relu's input is `where(y <= 0, 0, g)`, `y` the
+//! relu's output and `g` the product that carries the gradient back through the next layer: the
+//! same pattern, with a matrix of the product's shape instead of a bias row.
 //!
 //! Every value is computed by the same instructions on the same operands, in the same order, as
 //! the kernel would have used (`execute`, which every kernel path agrees with bit for bit; for
@@ -27,9 +27,8 @@ use super::replay::{KernelPlan, Source};
 use super::view::View;
 use crate::simd::simd_dispatch;
 
-/// What follows a product: `relu(p + b)`, `p + b` (or `b + p`), `relu(p)`, or `p · (s < y)`
-/// (or `(s < y) · p`, the same bits: the mask is never NaN, so the product's NaN comes out either
-/// way).
+/// What follows a product: `relu(p + b)`, `p + b` (or `b + p`), `relu(p)`, or relu's gradient
+/// mask `where(y <= s, s, p)`.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Epilogue {
     pub(super) bias: Option<Bias>,
@@ -40,8 +39,8 @@ pub(super) struct Epilogue {
 /// The most operands an epilogue reads besides the product.
 pub(super) const MAX_SOURCES: usize = 2;
 
-/// `p · (s < y)`: `s` one value broadcast over the product, `y` a matrix of the product's shape,
-/// row-major; each given as where its buffer comes from and its first element in it.
+/// `where(y <= s, s, p)`: `s` one value broadcast over the product, `y` a matrix of the product's
+/// shape, row-major; each given as where its buffer comes from and its first element in it.
 #[derive(Clone, Debug, PartialEq)]
 struct Mask {
     scalar: (Source, usize),
@@ -104,15 +103,10 @@ impl Epilogue {
             (2, [Instr::Binary(BinaryOp::Add, x, y), Instr::Unary(UnaryOp::Relu, 2)]) => {
                 (Some(add(*x, *y)?), true)
             }
-            (
-                3,
-                [
-                    Instr::Binary(BinaryOp::CmpLt, s, y),
-                    Instr::Binary(BinaryOp::Mul, x, z),
-                ],
-            ) => {
-                // The mask is register 3, the comparison's result.
-                if !matches!((*x, *z), (a, 3) | (3, a) if a == p) {
+            (3, [Instr::Binary(BinaryOp::CmpLe, y, s), Instr::Where(3, t, x)]) => {
+                // Register 3 is the comparison; where it holds, the `s` it compared with is
+                // picked, and the product elsewhere.
+                if t != s || *x != p {
                     return None;
                 }
                 let mask = Mask {
@@ -167,7 +161,7 @@ impl Epilogue {
     /// A name for the trace.
     pub(super) fn describe(&self) -> &'static str {
         match (&self.bias, self.relu, &self.mask) {
-            (_, _, Some(_)) => "[CmpLt Mul]",
+            (_, _, Some(_)) => "[CmpLe Where]",
             (Some(_), true, _) => "[Add Relu]",
             (Some(_), false, _) => "[Add]",
             _ => "[Relu]",
@@ -266,14 +260,16 @@ impl Epilogue {
 }
 
 simd_dispatch! {
-    /// `out · (scalar < matrix)` in place, by the scalar operations every kernel path agrees
-    /// with, compiled for AVX-512 and AVX2 too: built for the baseline, its loop ran four lanes
-    /// wide (a relu gradient's mask over `[32, 128]` took about 2 % of the small training step).
-    /// (Through `execute`, two instructions a block at a time, it took longer on `[32, 128]`
-    /// than the kernel it replaces.)
+    /// `where(matrix <= scalar, scalar, out)` in place, by the scalar operations every kernel
+    /// path agrees with, compiled for AVX-512 and AVX2 too: built for the baseline, its loop ran
+    /// four lanes wide (a relu gradient's mask over `[32, 128]` took about 2 % of the small
+    /// training step). (Through `execute`, two instructions a block at a time, it took longer on
+    /// `[32, 128]` than the kernel it replaces.)
     fn apply_mask(scalar: f32, matrix: &[f32], out: &mut [f32]) {
         for (v, &y) in out.iter_mut().zip(matrix) {
-            *v = binary_f32(BinaryOp::Mul, *v, binary_f32(BinaryOp::CmpLt, scalar, y));
+            if binary_f32(BinaryOp::CmpLe, y, scalar) != 0.0 {
+                *v = scalar;
+            }
         }
     }
 }
