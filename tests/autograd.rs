@@ -762,6 +762,25 @@ fn binary_max_and_min_ties_share_the_gradient() {
     assert_eq!(zero.grad().unwrap().item(), 0.5 + 1.0 + 0.5);
 }
 
+/// The losing side of `maximum`/`minimum` gets +0.0 whatever the upstream gradient, as PyTorch's
+/// (2.15 gives these values): an infinite or NaN gradient does not turn into NaN there, nor a
+/// negative one into -0.0.
+#[test]
+fn binary_max_and_min_losers_get_plus_zero() {
+    let bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let (nan, inf) = (f32::NAN, f32::INFINITY);
+    let a = Tensor::from([1.0, 3.0, 2.0]).requires_grad();
+    let b = Tensor::from([2.0, 1.0, 2.0]).requires_grad();
+    (a.maximum(&b) * Tensor::from([inf, nan, -4.0])).sum_all().backward();
+    assert_eq!(bits(a.grad_values().unwrap()), bits(vec![0.0, nan, -2.0]));
+    assert_eq!(bits(b.grad_values().unwrap()), bits(vec![inf, 0.0, -2.0]));
+    let a = Tensor::from([1.0, 3.0, 2.0]).requires_grad();
+    let b = Tensor::from([2.0, 1.0, 2.0]).requires_grad();
+    (a.minimum(&b) * Tensor::from([-3.0, -3.0, -4.0])).sum_all().backward();
+    assert_eq!(bits(a.grad_values().unwrap()), bits(vec![-3.0, 0.0, -2.0]));
+    assert_eq!(bits(b.grad_values().unwrap()), bits(vec![0.0, -3.0, -2.0]));
+}
+
 #[test]
 fn max_and_min_reductions_split_among_tied_extremes() {
     let x = Tensor::from([3.0, 1.0, 3.0, 2.0]).requires_grad();

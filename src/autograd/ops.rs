@@ -122,15 +122,18 @@ impl Var {
                 BinaryOp::Mul => Grads::from([g.mul(&b), g.mul(&a)]),
                 BinaryOp::Div => Grads::from([g.div(&b), g.mul(&y).div(&b).unary(UnaryOp::Neg)]),
                 BinaryOp::Max | BinaryOp::Min => {
-                    // a wins where b < a (max) or a < b (min); ties share the gradient.
+                    // a wins where b < a (max) or a < b (min); ties share the gradient. Picked,
+                    // not multiplied by a 0-or-1 mask: the side that loses gets +0 even where
+                    // `g` is infinite, NaN or negative, as in PyTorch (a product gave NaN, -0).
                     let lt = |p: &LazyBuffer, q: &LazyBuffer| cmp(BinaryOp::CmpLt, p, q);
                     let (a_wins, b_wins) = if op == BinaryOp::Max {
                         (lt(&b, &a), lt(&a, &b))
                     } else {
                         (lt(&a, &b), lt(&b, &a))
                     };
-                    let half_tie = cmp(BinaryOp::CmpEq, &a, &b).mul(&full_like(&a, 0.5));
-                    Grads::from([g.mul(&a_wins.add(&half_tie)), g.mul(&b_wins.add(&half_tie))])
+                    let zero = full_like(&a, 0.0);
+                    let tie = cmp(BinaryOp::CmpEq, &a, &b).where_(&g.mul(&full_like(&a, 0.5)), &zero);
+                    Grads::from([a_wins.where_(g, &tie), b_wins.where_(g, &tie)])
                 }
                 BinaryOp::Pow => {
                     // a^0 = 1 for every a, so d/da is 0 where b = 0 (the formula gives 0·∞ = NaN
