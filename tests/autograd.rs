@@ -771,12 +771,16 @@ fn binary_max_and_min_losers_get_plus_zero() {
     let (nan, inf) = (f32::NAN, f32::INFINITY);
     let a = Tensor::from([1.0, 3.0, 2.0]).requires_grad();
     let b = Tensor::from([2.0, 1.0, 2.0]).requires_grad();
-    (a.maximum(&b) * Tensor::from([inf, nan, -4.0])).sum_all().backward();
+    (a.maximum(&b) * Tensor::from([inf, nan, -4.0]))
+        .sum_all()
+        .backward();
     assert_eq!(bits(a.grad_values().unwrap()), bits(vec![0.0, nan, -2.0]));
     assert_eq!(bits(b.grad_values().unwrap()), bits(vec![inf, 0.0, -2.0]));
     let a = Tensor::from([1.0, 3.0, 2.0]).requires_grad();
     let b = Tensor::from([2.0, 1.0, 2.0]).requires_grad();
-    (a.minimum(&b) * Tensor::from([-3.0, -3.0, -4.0])).sum_all().backward();
+    (a.minimum(&b) * Tensor::from([-3.0, -3.0, -4.0]))
+        .sum_all()
+        .backward();
     assert_eq!(bits(a.grad_values().unwrap()), bits(vec![-3.0, 0.0, -2.0]));
     assert_eq!(bits(b.grad_values().unwrap()), bits(vec![0.0, -3.0, -2.0]));
 }

@@ -178,30 +178,24 @@ fn other_masks_keep_the_product_apart() {
     let row = buffer(&[1, 40], 3, true).expand(&[16, 40]);
     let full = buffer(&[16, 40], 4, true);
     let zero = LazyBuffer::full(&[16, 40], 0.0);
-    type Mask = Box<dyn Fn(&LazyBuffer) -> LazyBuffer>;
-    let masks: [(&str, Mask); 5] = [
-        ("a row broadcast", {
-            let (row, zero) = (row.clone(), zero.clone());
-            Box::new(move |p| row.binary(BinaryOp::CmpLe, &zero).where_(&zero, p))
-        }),
-        ("a matrix compared", {
-            let (full, row) = (full.clone(), row.clone());
-            Box::new(move |p| full.binary(BinaryOp::CmpLe, &row).where_(&row, p))
-        }),
-        ("compared the other way", {
-            let (full, zero) = (full.clone(), zero.clone());
-            Box::new(move |p| zero.binary(BinaryOp::CmpLe, &full).where_(&zero, p))
-        }),
-        ("the matrix picked", {
-            let (full, zero) = (full.clone(), zero.clone());
-            Box::new(move |p| full.binary(BinaryOp::CmpLe, &zero).where_(&full, p))
-        }),
-        ("the picks swapped", {
-            let (full, zero) = (full.clone(), zero.clone());
-            Box::new(move |p| full.binary(BinaryOp::CmpLe, &zero).where_(p, &zero))
-        }),
+    // (name, the comparison's two sides, the value picked where it holds, whether the product
+    // is picked there instead)
+    let cases = [
+        ("a row broadcast", &row, &zero, &zero, false),
+        ("a matrix compared", &full, &row, &row, false),
+        ("compared the other way", &zero, &full, &zero, false),
+        ("the matrix picked", &full, &zero, &full, false),
+        ("the picks swapped", &full, &zero, &zero, true),
     ];
-    for (name, mask) in masks {
+    for (name, lhs, rhs, picked, swapped) in cases {
+        let mask = |p: &LazyBuffer| {
+            let holds = lhs.binary(BinaryOp::CmpLe, rhs);
+            if swapped {
+                holds.where_(p, picked)
+            } else {
+                holds.where_(picked, p)
+            }
+        };
         let before = stats::get().kernels;
         let got = mask(&a.matmul(&b)).to_vec();
         assert!(
