@@ -762,27 +762,31 @@ fn binary_max_and_min_ties_share_the_gradient() {
     assert_eq!(zero.grad().unwrap().item(), 0.5 + 1.0 + 0.5);
 }
 
+/// Each value's bits, so signed zeros and NaN payloads compare too.
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
 /// The losing side of `maximum`/`minimum` gets +0.0 whatever the upstream gradient, as PyTorch's
 /// (2.15 gives these values): an infinite or NaN gradient does not turn into NaN there, nor a
 /// negative one into -0.0.
 #[test]
 fn binary_max_and_min_losers_get_plus_zero() {
-    let bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let (nan, inf) = (f32::NAN, f32::INFINITY);
     let a = Tensor::from([1.0, 3.0, 2.0]).requires_grad();
     let b = Tensor::from([2.0, 1.0, 2.0]).requires_grad();
     (a.maximum(&b) * Tensor::from([inf, nan, -4.0]))
         .sum_all()
         .backward();
-    assert_eq!(bits(a.grad_values().unwrap()), bits(vec![0.0, nan, -2.0]));
-    assert_eq!(bits(b.grad_values().unwrap()), bits(vec![inf, 0.0, -2.0]));
+    assert_eq!(bits(&a.grad_values().unwrap()), bits(&[0.0, nan, -2.0]));
+    assert_eq!(bits(&b.grad_values().unwrap()), bits(&[inf, 0.0, -2.0]));
     let a = Tensor::from([1.0, 3.0, 2.0]).requires_grad();
     let b = Tensor::from([2.0, 1.0, 2.0]).requires_grad();
     (a.minimum(&b) * Tensor::from([-3.0, -3.0, -4.0]))
         .sum_all()
         .backward();
-    assert_eq!(bits(a.grad_values().unwrap()), bits(vec![-3.0, 0.0, -2.0]));
-    assert_eq!(bits(b.grad_values().unwrap()), bits(vec![0.0, -3.0, -2.0]));
+    assert_eq!(bits(&a.grad_values().unwrap()), bits(&[-3.0, 0.0, -2.0]));
+    assert_eq!(bits(&b.grad_values().unwrap()), bits(&[0.0, -3.0, -2.0]));
 }
 
 #[test]
@@ -829,7 +833,6 @@ fn relu_gradient_is_torchs_at_specials() {
     let xs = [nan, -1.0, -0.0, 0.0, 2.0, inf, -inf];
     let ups = [5.0, inf, nan, -3.0, -3.0, 2.0, -inf];
     let want = [5.0f32, 0.0, 0.0, 0.0, -3.0, 2.0, 0.0];
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     let x = Tensor::from(xs).requires_grad();
     (x.relu() * Tensor::from(ups)).sum_all().backward();
     assert_eq!(bits(&x.grad_values().unwrap()), bits(&want));
