@@ -607,6 +607,50 @@ fn var_of_fewer_than_two_values_is_nan() {
     assert!(empty.iter().all(|v| v.is_nan()), "{empty:?}");
 }
 
+/// `var`'s gradient is PyTorch's rule `2·(x − mean)·g/(n − correction)`. Values from PyTorch 2.15
+/// (`torch.var(x, correction=c).backward(g)`, float32).
+#[test]
+fn var_gradient_is_pytorchs_rule() {
+    let grad_of = |values: &[f32], correction: usize, g: f32| {
+        let x = Tensor::<Rank1<3>>::from_vec(values.to_vec(), Default::default())
+            .unwrap()
+            .requires_grad();
+        let v = x.var_with_correction::<Axis<0>>(correction);
+        let value = v.item();
+        (v * g).backward();
+        (value, x.grad().unwrap().to_vec())
+    };
+    // An infinity: its own gradient NaN and the others' -inf (the row's NaN everywhere when the
+    // mean's gradient was taken too).
+    for c in [0, 1] {
+        let (value, grad) = grad_of(&[1.0, f32::INFINITY, 2.0], c, 1.5);
+        assert!(value.is_nan());
+        assert_eq!(grad[0], f32::NEG_INFINITY, "correction {c}: {grad:?}");
+        assert!(grad[1].is_nan(), "correction {c}: {grad:?}");
+        assert_eq!(grad[2], f32::NEG_INFINITY, "correction {c}: {grad:?}");
+    }
+    // Equal values: zeros with the sign of the upstream gradient, `-0.0` under -1.
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&grad_of(&[2.0; 3], 1, -1.0).1), [(-0.0f32).to_bits(); 3]);
+    assert_eq!(bits(&grad_of(&[2.0; 3], 1, 1.5).1), [0; 3]);
+    // By hand, `1.5 · (x − 7/3)` for [1, 2, 4] (PyTorch: [-1.9999998807907104,
+    // -0.49999988079071045, 2.5]). The centered values carry the mean's rounding, an ulp of 4/3
+    // or less, and the product one rounding: 4 ulps of the largest is ample.
+    let (_, grad) = grad_of(&[1.0, 2.0, 4.0], 1, 1.5);
+    for (got, want) in grad.iter().zip([-2.0, -0.5, 2.5]) {
+        assert!(
+            (*got as f64 - want).abs() <= 4.0 * EPS * 2.5,
+            "{got} against {want}"
+        );
+    }
+    // By rows, each with its own upstream gradient: exact here (PyTorch's too).
+    let x = Tensor::from([[1.0, 2.0], [3.0, 7.0]]).requires_grad();
+    let v = x.var::<Axis<1>>();
+    assert_eq!(v.to_array(), [0.5, 8.0]);
+    (v * Tensor::from([1.0, -2.0])).sum::<Axis<0>>().backward();
+    assert_eq!(x.grad().unwrap().to_array(), [[-1.0, 1.0], [8.0, -8.0]]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // erf and gelu
 

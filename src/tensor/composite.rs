@@ -3,7 +3,8 @@
 //! entropy from class indices, mean squared error). Cross entropy, the loss of nearly every
 //! classifier step, has its own backward rule, `(softmax − one_hot) · g / batch`: it records one
 //! rule instead of one per primitive, and its gradient is a single fused kernel over the
-//! forward's row maxima and sums.
+//! forward's row maxima and sums. The variance and the deviation have theirs too (PyTorch's), over
+//! the one centered node their values are made of.
 
 use super::{GradMode, Tensor};
 use crate::autograd::Var;
@@ -18,24 +19,28 @@ fn reduce_back(x: &Var, op: ReduceOp, axes: &[usize]) -> Var {
 }
 
 /// `x` less its mean over `axes`, unreduced: `(x − s) − mean(x − s)` with `s` each group's first
-/// value (untracked: the result does not depend on it). A constant group centers to exact zeros,
+/// value. A constant group centers to exact zeros,
 /// and values far from 0 keep the accuracy of their spread, where `x − mean(x)` would carry the
 /// mean's rounding, an ulp of `x` (1e-3 at 1e4, a tenth of a spread of 1e-2).
-fn centered(x: &Var, axes: &[usize]) -> Var {
-    let dims = x.buf().shape().to_vec();
+fn centered(x: &LazyBuffer, axes: &[usize]) -> LazyBuffer {
+    let dims = x.shape().to_vec();
     let first: Vec<(usize, usize)> = (dims.iter().enumerate())
         .map(|(d, &size)| (0, if axes.contains(&d) { size.min(1) } else { size }))
         .collect();
-    let shifted = x.binary(
-        BinaryOp::Sub,
-        &Var::untracked(x.buf().shrink(&first).expand(&dims)),
-    );
+    let shifted = x.sub(&x.shrink(&first).expand(&dims));
     let n: usize = axes.iter().map(|&a| dims[a]).product();
-    let mean = shifted.reduce(ReduceOp::Sum, axes).binary(
-        BinaryOp::Div,
-        &Var::untracked(LazyBuffer::full(&first_dims(&dims, axes), n as f32)),
-    );
-    shifted.binary(BinaryOp::Sub, &mean.expand(&dims))
+    let mean =
+        (shifted.reduce(ReduceOp::Sum, axes)).div(&LazyBuffer::full(&first_dims(&dims, axes), n as f32));
+    shifted.sub(&mean.expand(&dims))
+}
+
+/// [`centered`], and the sum of its squares over `axes` (kept as size 1) over `divisor`: the
+/// variance's value, with what its and the deviation's gradients are made of.
+fn centered_and_variance(x: &LazyBuffer, axes: &[usize], divisor: f32) -> (LazyBuffer, LazyBuffer) {
+    let centered = centered(x, axes);
+    let kept = first_dims(x.shape(), axes);
+    let var = (centered.mul(&centered).sum(axes)).div(&LazyBuffer::full(&kept, divisor));
+    (centered, var)
 }
 
 /// `dims` with the `axes` kept as size 1.
@@ -155,6 +160,10 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     /// [`var`](Self::var)'s. Where `n <= correction` the divisor is 0, as PyTorch's: `inf`, or
     /// NaN where the values are all equal or there are none.
     ///
+    /// Its gradient is PyTorch's `2·(x − mean)/(n − correction)`, so an infinite value gives the
+    /// others `±inf` and itself NaN (where the divisor is 0, `±inf` and NaN, PyTorch's as
+    /// meaningless).
+    ///
     /// The squares are summed in f32, as every reduction here: where their sum passes
     /// `f32::MAX` (≈ 3.4e38: one value 1.8e19 from the mean, or less over many) the variance is
     /// `inf`, even where the division would have brought it back into range, and NaN where the
@@ -173,11 +182,21 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     {
         // Also checked by the shape's reduction; here the error names the caller's line.
         const { assert_increasing::<Ax>() };
-        let axes = Ax::indices();
-        let n: usize = axes.iter().map(|&a| self.dims()[a]).product();
-        let centered = centered(&self.var, &axes);
-        let squares = Tensor::<S, G>::from_var(self.shape, centered.binary(BinaryOp::Mul, &centered));
-        squares.sum::<Ax>() / n.saturating_sub(correction) as f32
+        let (axes, dims, out) = (Ax::indices(), self.dims(), self.shape.reduced());
+        let n: usize = axes.iter().map(|&a| dims[a]).product();
+        let divisor = n.saturating_sub(correction) as f32;
+        let kept = first_dims(&dims, &axes);
+        // One centered node for the value and the gradient.
+        let (centered, var) = centered_and_variance(&self.var.buf(), &axes, divisor);
+        let var = Var::record(var.reshape(&out.dims()), &[&self.var], || {
+            Box::new(move |g: &LazyBuffer| {
+                // PyTorch's rule, in its order. Taken through the mean too, the gradient also
+                // carried the mean's rounding, and an `inf` made the whole row NaN.
+                let factor = LazyBuffer::full(&kept, (2.0 / divisor as f64) as f32);
+                [g.reshape(&kept).mul(&factor).expand(&dims).mul(&centered)].into()
+            }) as crate::autograd::BackwardFn
+        });
+        Tensor::from_var(out, var)
     }
 
     /// Standard deviation over `Ax` with Bessel's correction, `√var`, as `torch.std` does; NaN
@@ -233,12 +252,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         let divisor = n.saturating_sub(correction) as f32;
         let kept = first_dims(&dims, &axes);
         // One centered node for the value and the gradient.
-        let centered = centered(&Var::untracked(self.var.buf().into_owned()), &axes)
-            .buf()
-            .into_owned();
-        let std = (centered.mul(&centered).sum(&axes))
-            .div(&LazyBuffer::full(&kept, divisor))
-            .unary(UnaryOp::Sqrt);
+        let (centered, var) = centered_and_variance(&self.var.buf(), &axes, divisor);
+        let std = var.unary(UnaryOp::Sqrt);
         let var = Var::record(std.reshape(&out.dims()), &[&self.var], || {
             Box::new(move |g: &LazyBuffer| {
                 let std = std.expand(&dims);
