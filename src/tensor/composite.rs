@@ -19,9 +19,9 @@ fn reduce_back(x: &Var, op: ReduceOp, axes: &[usize]) -> Var {
 }
 
 /// `x` less its mean over `axes`, unreduced: `(x − s) − mean(x − s)` with `s` each group's first
-/// value. A constant group centers to exact zeros,
-/// and values far from 0 keep the accuracy of their spread, where `x − mean(x)` would carry the
-/// mean's rounding, an ulp of `x` (1e-3 at 1e4, a tenth of a spread of 1e-2).
+/// value. A constant group centers to exact zeros, and values far from 0 keep the accuracy of
+/// their spread, where `x − mean(x)` would carry the mean's rounding, an ulp of `x` (1e-3 at
+/// 1e4, a tenth of a spread of 1e-2).
 fn centered(x: &LazyBuffer, axes: &[usize]) -> LazyBuffer {
     let dims = x.shape().to_vec();
     let first: Vec<(usize, usize)> = (dims.iter().enumerate())
@@ -34,13 +34,36 @@ fn centered(x: &LazyBuffer, axes: &[usize]) -> LazyBuffer {
     shifted.sub(&mean.expand(&dims))
 }
 
-/// [`centered`], and the sum of its squares over `axes` (kept as size 1) over `divisor`: the
-/// variance's value, with what its and the deviation's gradients are made of.
-fn centered_and_variance(x: &LazyBuffer, axes: &[usize], divisor: f32) -> (LazyBuffer, LazyBuffer) {
-    let centered = centered(x, axes);
-    let kept = first_dims(x.shape(), axes);
-    let var = (centered.mul(&centered).sum(axes)).div(&LazyBuffer::full(&kept, divisor));
-    (centered, var)
+/// What the variance and the deviation over some axes are made of: one centered node serves
+/// both the value and the gradient.
+struct Spread {
+    /// The input's dims, and the same with the reduced axes kept as size 1.
+    dims: Vec<usize>,
+    kept: Vec<usize>,
+    /// PyTorch's `max(0, n − correction)`.
+    divisor: f32,
+    /// [`centered`] over the axes.
+    centered: LazyBuffer,
+    /// The sum of the centered squares over `divisor`, in `kept`'s shape.
+    var: LazyBuffer,
+}
+
+impl Spread {
+    fn of(x: &LazyBuffer, axes: &[usize], correction: usize) -> Spread {
+        let dims = x.shape().to_vec();
+        let n: usize = axes.iter().map(|&a| dims[a]).product();
+        let divisor = n.saturating_sub(correction) as f32;
+        let kept = first_dims(&dims, axes);
+        let centered = centered(x, axes);
+        let var = (centered.mul(&centered).sum(axes)).div(&LazyBuffer::full(&kept, divisor));
+        Spread {
+            dims,
+            kept,
+            divisor,
+            centered,
+            var,
+        }
+    }
 }
 
 /// `dims` with the `axes` kept as size 1.
@@ -182,12 +205,14 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     {
         // Also checked by the shape's reduction; here the error names the caller's line.
         const { assert_increasing::<Ax>() };
-        let (axes, dims, out) = (Ax::indices(), self.dims(), self.shape.reduced());
-        let n: usize = axes.iter().map(|&a| dims[a]).product();
-        let divisor = n.saturating_sub(correction) as f32;
-        let kept = first_dims(&dims, &axes);
-        // One centered node for the value and the gradient.
-        let (centered, var) = centered_and_variance(&self.var.buf(), &axes, divisor);
+        let out = self.shape.reduced();
+        let Spread {
+            dims,
+            kept,
+            divisor,
+            centered,
+            var,
+        } = Spread::of(&self.var.buf(), &Ax::indices(), correction);
         let var = Var::record(var.reshape(&out.dims()), &[&self.var], || {
             Box::new(move |g: &LazyBuffer| {
                 // PyTorch's rule, in its order. Taken through the mean too, the gradient also
@@ -246,13 +271,14 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
     {
         // Also checked by the shape's reduction; here the error names the caller's line.
         const { assert_increasing::<Ax>() };
-        let (axes, dims, out) = (Ax::indices(), self.dims(), self.shape.reduced());
-        let n: usize = axes.iter().map(|&a| dims[a]).product();
-        // PyTorch's `max(0, n - correction)`.
-        let divisor = n.saturating_sub(correction) as f32;
-        let kept = first_dims(&dims, &axes);
-        // One centered node for the value and the gradient.
-        let (centered, var) = centered_and_variance(&self.var.buf(), &axes, divisor);
+        let out = self.shape.reduced();
+        let Spread {
+            dims,
+            kept,
+            divisor,
+            centered,
+            var,
+        } = Spread::of(&self.var.buf(), &Ax::indices(), correction);
         let std = var.unary(UnaryOp::Sqrt);
         let var = Var::record(std.reshape(&out.dims()), &[&self.var], || {
             Box::new(move |g: &LazyBuffer| {
