@@ -19,15 +19,16 @@ fn reduce_back(x: &Var, op: ReduceOp, axes: &[usize]) -> Var {
 }
 
 /// `x` less its mean over `axes`, unreduced: `(x − s) − mean(x − s)` with `s` each group's first
-/// value. A constant group centers to exact zeros, and values far from 0 keep the accuracy of
-/// their spread, where `x − mean(x)` would carry the mean's rounding, an ulp of `x` (1e-3 at
-/// 1e4, a tenth of a spread of 1e-2).
+/// value (0 where that is infinite or NaN, which would make the whole group NaN). A constant
+/// group centers to exact zeros, and values far from 0 keep the accuracy of their spread, where
+/// `x − mean(x)` would carry the mean's rounding, an ulp of `x` (1e-3 at 1e4, a tenth of a spread
+/// of 1e-2).
 fn centered(x: &LazyBuffer, axes: &[usize]) -> LazyBuffer {
     let dims = x.shape().to_vec();
     let first: Vec<(usize, usize)> = (dims.iter().enumerate())
         .map(|(d, &size)| (0, if axes.contains(&d) { size.min(1) } else { size }))
         .collect();
-    let shifted = x.sub(&x.shrink(&first).expand(&dims));
+    let shifted = x.sub(&finite_or_zero(&x.shrink(&first)).expand(&dims));
     let n: usize = axes.iter().map(|&a| dims[a]).product();
     let mean =
         (shifted.reduce(ReduceOp::Sum, axes)).div(&LazyBuffer::full(&first_dims(&dims, axes), n as f32));
@@ -83,7 +84,8 @@ fn logsumexp_keep(x: &Var, axes: &[usize]) -> Var {
     sum.unary(UnaryOp::Log).binary(BinaryOp::Add, &m)
 }
 
-/// `m` where it is finite, else 0: the shift that keeps `log Σ exp(x - m) + m` finite.
+/// `m` where it is finite, else 0: a shift that keeps what it is subtracted from out of
+/// `inf − inf` (`log Σ exp(x - m) + m`, a centered value).
 fn finite_or_zero(m: &LazyBuffer) -> LazyBuffer {
     let finite = m
         .unary(UnaryOp::Abs)
