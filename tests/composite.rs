@@ -365,6 +365,18 @@ fn std_is_the_root_of_the_corrected_variance() {
     // Row 1: ±1/(1·√2).
     let h = 0.5f32.sqrt();
     assert_eq!(flat.grad().unwrap().to_array(), [[0.0, 0.0], [-h, h]]);
+    // The flat row's gradient is +0 whatever flows into it, PyTorch 2.15's (`torch.std(x,
+    // dim=1).backward(g)`): under -1, NaN and inf, [0, 0] (the other row -h·g).
+    for g in [-1.0, f32::NAN, f32::INFINITY] {
+        let flat = Tensor::from([[2.0, 2.0], [1.0, 3.0]]).requires_grad();
+        (flat.std::<Axis<1>>() * g).sum_all().backward();
+        let grad = flat.grad().unwrap().to_vec();
+        assert_eq!(
+            [grad[0].to_bits(), grad[1].to_bits()],
+            [0, 0],
+            "under {g}: {grad:?}"
+        );
+    }
 }
 
 /// Rows of one value repeated, at many values and widths: variance and deviation exactly 0, the

@@ -288,7 +288,8 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
                 let slope = centered.div(&std.mul(&LazyBuffer::full(&dims, divisor)));
                 let zero = LazyBuffer::full(&dims, 0.0);
                 let flat = std.binary(BinaryOp::CmpEq, &zero);
-                [flat.where_(&zero, &slope).mul(&g.reshape(&kept).expand(&dims))].into()
+                // Picked after the product, as PyTorch masks: +0 whatever `g` is (`-0`, NaN).
+                [flat.where_(&zero, &slope.mul(&g.reshape(&kept).expand(&dims)))].into()
             }) as crate::autograd::BackwardFn
         });
         Tensor::from_var(out, var)
