@@ -35,8 +35,8 @@ fn centered(x: &LazyBuffer, axes: &[usize]) -> LazyBuffer {
     shifted.sub(&mean.expand(&dims))
 }
 
-/// What the variance and the deviation over some axes are made of: one centered node serves
-/// both the value and the gradient.
+/// What the gradients of the variance and the deviation over some axes are made of: one
+/// centered node serves both the value and the gradient.
 struct Spread {
     /// The input's dims, and the same with the reduced axes kept as size 1.
     dims: Vec<usize>,
@@ -45,25 +45,25 @@ struct Spread {
     divisor: f32,
     /// [`centered`] over the axes.
     centered: LazyBuffer,
-    /// The sum of the centered squares over `divisor`, in `kept`'s shape.
-    var: LazyBuffer,
 }
 
 impl Spread {
-    fn of(x: &LazyBuffer, axes: &[usize], correction: usize) -> Spread {
+    /// The spread of `x` over `axes`, and the variance: the sum of the centered squares over
+    /// the divisor, in `kept`'s shape.
+    fn of(x: &LazyBuffer, axes: &[usize], correction: usize) -> (Spread, LazyBuffer) {
         let dims = x.shape().to_vec();
         let n: usize = axes.iter().map(|&a| dims[a]).product();
         let divisor = n.saturating_sub(correction) as f32;
         let kept = first_dims(&dims, axes);
         let centered = centered(x, axes);
         let var = (centered.mul(&centered).sum(axes)).div(&LazyBuffer::full(&kept, divisor));
-        Spread {
+        let spread = Spread {
             dims,
             kept,
             divisor,
             centered,
-            var,
-        }
+        };
+        (spread, var)
     }
 }
 
@@ -208,19 +208,13 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         // Also checked by the shape's reduction; here the error names the caller's line.
         const { assert_increasing::<Ax>() };
         let out = self.shape.reduced();
-        let Spread {
-            dims,
-            kept,
-            divisor,
-            centered,
-            var,
-        } = Spread::of(&self.var.buf(), &Ax::indices(), correction);
+        let (s, var) = Spread::of(&self.var.buf(), &Ax::indices(), correction);
         let var = Var::record(var.reshape(&out.dims()), &[&self.var], || {
             Box::new(move |g: &LazyBuffer| {
                 // PyTorch's rule, in its order. Taken through the mean too, the gradient also
                 // carried the mean's rounding, and an `inf` made the whole row NaN.
-                let factor = LazyBuffer::full(&kept, (2.0 / divisor as f64) as f32);
-                [g.reshape(&kept).mul(&factor).expand(&dims).mul(&centered)].into()
+                let factor = LazyBuffer::full(&s.kept, (2.0 / s.divisor as f64) as f32);
+                [g.reshape(&s.kept).mul(&factor).expand(&s.dims).mul(&s.centered)].into()
             }) as crate::autograd::BackwardFn
         });
         Tensor::from_var(out, var)
@@ -274,22 +268,16 @@ impl<S: Shape, G: GradMode> Tensor<S, G> {
         // Also checked by the shape's reduction; here the error names the caller's line.
         const { assert_increasing::<Ax>() };
         let out = self.shape.reduced();
-        let Spread {
-            dims,
-            kept,
-            divisor,
-            centered,
-            var,
-        } = Spread::of(&self.var.buf(), &Ax::indices(), correction);
+        let (s, var) = Spread::of(&self.var.buf(), &Ax::indices(), correction);
         let std = var.unary(UnaryOp::Sqrt);
         let var = Var::record(std.reshape(&out.dims()), &[&self.var], || {
             Box::new(move |g: &LazyBuffer| {
-                let std = std.expand(&dims);
-                let slope = centered.div(&std.mul(&LazyBuffer::full(&dims, divisor)));
-                let zero = LazyBuffer::full(&dims, 0.0);
+                let std = std.expand(&s.dims);
+                let slope = s.centered.div(&std.mul(&LazyBuffer::full(&s.dims, s.divisor)));
+                let zero = LazyBuffer::full(&s.dims, 0.0);
                 let flat = std.binary(BinaryOp::CmpEq, &zero);
                 // Picked after the product, as PyTorch masks: +0 whatever `g` is (`-0`, NaN).
-                [flat.where_(&zero, &slope.mul(&g.reshape(&kept).expand(&dims)))].into()
+                [flat.where_(&zero, &slope.mul(&g.reshape(&s.kept).expand(&s.dims)))].into()
             }) as crate::autograd::BackwardFn
         });
         Tensor::from_var(out, var)
