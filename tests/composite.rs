@@ -632,9 +632,9 @@ fn var_gradient_is_pytorchs_rule() {
         (v * g).backward();
         (value, x.grad().unwrap().to_vec())
     };
-    // An infinity: its own gradient NaN and the others' -inf (the row's NaN everywhere when the
-    // mean's gradient was taken too, or when the infinity came first: the values are centered
-    // on the first).
+    // An infinity: its own gradient NaN and the others' infinite, of the opposite sign (the row
+    // was NaN everywhere when the mean's gradient was taken too, or when the infinity came
+    // first: the values are centered on the first).
     let inf = f32::INFINITY;
     for c in [0, 1] {
         for (values, others) in [
