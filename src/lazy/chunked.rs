@@ -10,8 +10,9 @@
 //! lanes, and a program of only those runs chunk by chunk: the 8-op chain over 1M values took 1.05 ms at best on one thread of an AMD
 //! EPYC (Zen 3) core, against 1.52 one instruction at a time over each block (0.78 of its time
 //! in 7 alternating runs). Single ops, other programs and other CPUs run one instruction at a
-//! time over each block (`kernel`). With AVX2, two arithmetic ops in a row run as one loop where
-//! only the second reads the first's result (see [`pairs`]).
+//! time over each block (`kernel`). With AVX2, an arithmetic op and the next run as one loop where
+//! only that one reads its result and is arithmetic, `max`, `min` or a cheap unary op (see
+//! [`pairs`]).
 
 #[cfg(target_arch = "x86_64")]
 use std::mem::MaybeUninit;
@@ -79,14 +80,18 @@ fn vector_instructions(instr: &Instr) -> usize {
     }
 }
 
-/// The instructions that run in pairs with AVX2: bit `i` set where instructions `i` and `i + 1`
-/// are both arithmetic (`+ − × ÷`) and only `i + 1` reads `i`'s result. A pair runs as one loop
+/// The instructions that run in pairs with AVX2: bit `i` set where instruction `i` is arithmetic
+/// (`+ − × ÷`), `i + 1` is arithmetic too, `max` or `min`, or `relu`, `neg`, `abs` or `sqrt`, and
+/// only `i + 1` reads `i`'s result. A pair runs as one loop
 /// with that result in a register, where one at a time each op stores its chunk and the next
 /// loads it back: a chain of cheap ops is bound by those stores and loads. Bit for bit the same
 /// values: the same operations in the same order, each rounded to f32. One thread of an AMD EPYC
 /// (Zen 3), [1024, 1024], 11 alternating pairs with either build first, against one at a time:
 /// `(x − y)·y·y + x` 0.78 of its time, layer norm's forward 0.83–0.85, `x − 0.1·y` 0.90–0.91.
-/// Longer groups would need a loop for each combination of ops.
+/// Pairs ending in `max`, `min` or a unary op, over 1M values (best of 40, four alternating runs
+/// of each build): the 8-op chain 0.84–0.88 ms against 0.94–0.98, `sqrt(|x − y| + 1)` 0.30–0.31
+/// against 0.41, `max(min(x·y, 1), y)` 0.29–0.31 against 0.33–0.35. Longer groups would need a
+/// loop for each combination of ops.
 fn pairs(program: &[Instr], leaves: usize) -> u64 {
     let len = program.len().min(64);
     let mut reads = [0u8; 64];
@@ -101,10 +106,19 @@ fn pairs(program: &[Instr], leaves: usize) -> u64 {
     let arithmetic = |op| matches!(op, BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div);
     let (mut pairs, mut i) = (0, 0);
     while i + 1 < len {
+        let result = leaves + i;
         let paired = match (program[i], program[i + 1]) {
             (Instr::Binary(first, ..), Instr::Binary(second, a, b)) => {
-                let by_next = u8::from(a == leaves + i) + u8::from(b == leaves + i);
-                arithmetic(first) && arithmetic(second) && by_next > 0 && reads[i] == by_next
+                let by_next = u8::from(a == result) + u8::from(b == result);
+                let second_pairs = arithmetic(second) || matches!(second, BinaryOp::Max | BinaryOp::Min);
+                arithmetic(first) && second_pairs && by_next > 0 && reads[i] == by_next
+            }
+            (Instr::Binary(first, ..), Instr::Unary(second, a)) => {
+                let cheap = matches!(
+                    second,
+                    UnaryOp::Relu | UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sqrt
+                );
+                arithmetic(first) && cheap && a == result && reads[i] == 1
             }
             _ => false,
         };
@@ -510,7 +524,7 @@ unsafe fn execute_chunk_avx2(instr: &Instr, _: bool, value: impl Fn(usize) -> *c
     }
 }
 
-/// Two arithmetic instructions over a chunk as one loop (see [`pairs`]): `first`, whose result
+/// Two instructions over a chunk as one loop (see [`pairs`]): `first`, arithmetic, whose result
 /// is value `result`, and `second`, which reads it and writes to `out`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
@@ -523,12 +537,15 @@ unsafe fn execute_pair_avx2(
     out: *mut f32,
 ) {
     use std::arch::x86_64::*;
-    let (Instr::Binary(f, a, b), Instr::Binary(g, c, d)) = (*first, *second) else {
-        unreachable!("{first:?} and {second:?} are not a pair (`pairs`)")
+    let Instr::Binary(f, a, b) = *first else {
+        unreachable!("{first:?} does not start a pair (`pairs`)")
     };
-    // One loop per pair of ops and side the result is read on, each with both ops inlined.
-    macro_rules! arithmetic {
-        ($op:expr, |$f:ident| $body:expr) => {
+    // One loop per pair of ops and side the result is read on, each with both ops inlined; the
+    // second op's lanes are `execute_chunk_avx2`'s.
+    let sign = _mm256_set1_ps(-0.0);
+    let nan = |x: __m256| _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
+    macro_rules! binary {
+        ($op:expr, [$($extra:ident)*], |$f:ident| $body:expr) => {
             match $op {
                 BinaryOp::Add => {
                     let $f = |p: __m256, q: __m256| _mm256_add_ps(p, q);
@@ -546,6 +563,38 @@ unsafe fn execute_pair_avx2(
                     let $f = |p: __m256, q: __m256| _mm256_div_ps(p, q);
                     $body
                 }
+                $(
+                    BinaryOp::$extra => {
+                        let $f = |p: __m256, q: __m256| binary!(@$extra p, q);
+                        $body
+                    }
+                )*
+                op => unreachable!("{op:?} is not paired (`pairs`)"),
+            }
+        };
+        // `max(p, q)` is `p` if `p > q`, else `q`; then a NaN `p` is kept. Likewise for min.
+        (@Max $p:ident, $q:ident) => { _mm256_blendv_ps(_mm256_max_ps($p, $q), $p, nan($p)) };
+        (@Min $p:ident, $q:ident) => { _mm256_blendv_ps(_mm256_min_ps($p, $q), $p, nan($p)) };
+    }
+    macro_rules! unary {
+        ($op:expr, |$u:ident| $body:expr) => {
+            match $op {
+                UnaryOp::Neg => {
+                    let $u = |t: __m256| _mm256_xor_ps(t, sign);
+                    $body
+                }
+                UnaryOp::Abs => {
+                    let $u = |t: __m256| _mm256_andnot_ps(sign, t);
+                    $body
+                }
+                UnaryOp::Relu => {
+                    let $u = |t: __m256| _mm256_max_ps(_mm256_setzero_ps(), t);
+                    $body
+                }
+                UnaryOp::Sqrt => {
+                    let $u = |t: __m256| _mm256_sqrt_ps(t);
+                    $body
+                }
                 op => unreachable!("{op:?} is not paired (`pairs`)"),
             }
         };
@@ -553,11 +602,16 @@ unsafe fn execute_pair_avx2(
     let (x, y) = (value(a), value(b));
     // SAFETY (each): every operand and `out` hold a chunk (the caller's promise).
     unsafe {
-        arithmetic!(f, |f| arithmetic!(g, |g| match (c == result, d == result) {
-            (true, true) => pair_avx2(x, y, x, out, f, |t, _| g(t, t)),
-            (true, false) => pair_avx2(x, y, value(d), out, f, g),
-            _ => pair_avx2(x, y, value(c), out, f, |t, o| g(o, t)),
-        }))
+        binary!(f, [], |f| match *second {
+            Instr::Binary(g, c, d) => binary!(g, [Max Min], |g| match (c == result, d == result) {
+                (true, true) => pair_avx2(x, y, x, out, f, |t, _| g(t, t)),
+                (true, false) => pair_avx2(x, y, value(d), out, f, g),
+                _ => pair_avx2(x, y, value(c), out, f, |t, o| g(o, t)),
+            }),
+            // `x` is read for nothing.
+            Instr::Unary(u, _) => unary!(u, |u| pair_avx2(x, y, x, out, f, |t, _| u(t))),
+            Instr::Where(..) => unreachable!("{second:?} is not paired (`pairs`)"),
+        })
     }
 }
 
@@ -719,8 +773,9 @@ mod tests {
 
     #[test]
     fn arithmetic_runs_in_pairs_where_only_the_next_instruction_reads_the_first() {
-        use BinaryOp::{Add, Div, Max, Mul, Sub};
-        let b = Instr::Binary;
+        use BinaryOp::{Add, CmpLt, Div, Max, Min, Mul, Sub};
+        use UnaryOp::{Exp, Relu, Sqrt};
+        let (b, u) = (Instr::Binary, Instr::Unary);
         // Layer norm's `(x − mean)·rstd·weight + bias` over five leaves: two pairs.
         assert_eq!(
             pairs(&[b(Sub, 0, 1), b(Mul, 5, 2), b(Mul, 6, 3), b(Add, 7, 4)], 5),
@@ -731,10 +786,27 @@ mod tests {
         assert_eq!(pairs(&[b(Sub, 0, 1), b(Mul, 2, 2)], 2), 0b1);
         // Read again later: stored, so not paired; the next two are.
         assert_eq!(pairs(&[b(Sub, 0, 1), b(Mul, 2, 0), b(Div, 3, 2)], 2), 0b10);
-        // The next instruction does not read it, or is not arithmetic.
+        // The next instruction does not read it, or is not one that pairs.
         assert_eq!(pairs(&[b(Sub, 0, 1), b(Mul, 0, 1), b(Add, 2, 3)], 2), 0b10);
-        assert_eq!(pairs(&[b(Sub, 0, 1), b(Max, 2, 0)], 2), 0);
-        assert_eq!(pairs(&[Instr::Unary(UnaryOp::Exp, 0), b(Mul, 1, 0)], 1), 0);
+        assert_eq!(pairs(&[b(Sub, 0, 1), b(CmpLt, 2, 0)], 2), 0);
+        assert_eq!(pairs(&[b(Mul, 0, 1), u(Exp, 2)], 2), 0);
+        assert_eq!(pairs(&[u(Exp, 0), b(Mul, 1, 0)], 1), 0);
+        // A maximum, a minimum or a cheap unary op second: the 8-op chain's three pairs.
+        assert_eq!(pairs(&[b(Sub, 0, 1), b(Max, 2, 0)], 2), 0b1);
+        assert_eq!(pairs(&[b(Sub, 0, 1), b(Min, 1, 2)], 2), 0b1);
+        let chain = [
+            b(Mul, 0, 1),
+            b(Add, 3, 2),
+            u(Relu, 4),
+            u(Exp, 5),
+            b(Sub, 6, 0),
+            u(Sqrt, 7),
+            b(Mul, 8, 0),
+            b(Max, 9, 0),
+        ];
+        assert_eq!(pairs(&chain, 3), 0b0101_0001);
+        // A unary op whose input is read again later: not paired.
+        assert_eq!(pairs(&[b(Sub, 0, 1), u(Relu, 2), b(Add, 2, 3)], 2), 0);
         // A long chain: pairs up to instruction 63.
         let chain: Vec<Instr> = (0..70).map(|i| b(Add, i, 0)).collect();
         assert_eq!(pairs(&chain, 1), 0x5555_5555_5555_5555);
@@ -776,48 +848,57 @@ mod tests {
         }
     }
 
-    /// Each paired loop (every pair of ops, the result read on either side or both) gives the
-    /// scalar ops' bits, over chunks and a partial one.
+    /// Each paired loop (every pair of ops, a binary second reading the result on either side or
+    /// both) gives the scalar ops' bits, over chunks and a partial one.
     #[test]
     fn every_pair_matches_its_two_scalar_ops_bit_for_bit() {
-        use BinaryOp::{Add, Div, Mul, Sub};
+        use BinaryOp::{Add, Div, Max, Min, Mul, Sub};
+        use UnaryOp::{Abs, Neg, Relu, Sqrt};
         let (a, b) = operands();
         let c: Vec<f32> = a.iter().rev().copied().collect();
         let len = a.len();
         let mut tile = vec![0.0; 2 * CHUNK];
+        let binary_seconds = [Add, Sub, Mul, Div, Max, Min]
+            .into_iter()
+            .flat_map(|op| [(3, 2), (2, 3), (3, 3)].map(|(x, y)| Instr::Binary(op, x, y)));
+        let seconds: Vec<Instr> = binary_seconds
+            .chain([Relu, Neg, Abs, Sqrt].map(|op| Instr::Unary(op, 3)))
+            .collect();
         for first in [Add, Sub, Mul, Div] {
-            for second in [Add, Sub, Mul, Div] {
-                for (x, y) in [(3, 2), (2, 3), (3, 3)] {
-                    let program = [Instr::Binary(first, 0, 1), Instr::Binary(second, x, y)];
-                    assert_eq!(pairs(&program, 3), 1);
-                    let Some(chunked) = Chunked::new(&program, 3) else {
-                        assert!(isa_for(&[]).is_none());
-                        return;
+            for &second in &seconds {
+                let program = [Instr::Binary(first, 0, 1), second];
+                assert_eq!(pairs(&program, 3), 1);
+                let Some(chunked) = Chunked::new(&program, 3) else {
+                    assert!(isa_for(&[]).is_none());
+                    return;
+                };
+                let mut out = vec![0.0; len];
+                // SAFETY: the leaves and `out` hold `len` values, and `out` is separate.
+                unsafe {
+                    chunked.run(
+                        &[a.as_ptr(), b.as_ptr(), c.as_ptr()],
+                        0,
+                        &mut tile,
+                        out.as_mut_ptr(),
+                        len,
+                    )
+                };
+                for i in 0..len {
+                    let t = binary_f32(first, a[i], b[i]);
+                    let v = |k| if k == 3 { t } else { c[i] };
+                    let want = match second {
+                        Instr::Binary(op, x, y) => binary_f32(op, v(x), v(y)),
+                        Instr::Unary(op, _) => unary_f32(op, t),
+                        Instr::Where(..) => unreachable!(),
                     };
-                    let mut out = vec![0.0; len];
-                    // SAFETY: the leaves and `out` hold `len` values, and `out` is separate.
-                    unsafe {
-                        chunked.run(
-                            &[a.as_ptr(), b.as_ptr(), c.as_ptr()],
-                            0,
-                            &mut tile,
-                            out.as_mut_ptr(),
-                            len,
-                        )
-                    };
-                    for i in 0..len {
-                        let t = binary_f32(first, a[i], b[i]);
-                        let v = |k| if k == 3 { t } else { c[i] };
-                        let want = binary_f32(second, v(x), v(y));
-                        assert!(
-                            same(out[i], want),
-                            "{program:?} at {i} of ({:e}, {:e}, {:e}): {:e}, scalar {want:e}",
-                            a[i],
-                            b[i],
-                            c[i],
-                            out[i]
-                        );
-                    }
+                    assert!(
+                        same(out[i], want),
+                        "{program:?} at {i} of ({:e}, {:e}, {:e}): {:e}, scalar {want:e}",
+                        a[i],
+                        b[i],
+                        c[i],
+                        out[i]
+                    );
                 }
             }
         }
