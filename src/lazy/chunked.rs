@@ -444,6 +444,45 @@ unsafe fn execute_chunk(
     }
 }
 
+/// Lanes of ops that run alone and as a pair's second op (see [`execute_pair_avx2`]), written
+/// once so both give the same bits. `max(p, q)` is `p` if `p > q`, else `q` (a NaN `q` too, and
+/// of two zeros); then a NaN `p` is kept; likewise for min. `relu` is `max(0, x)`, whose second
+/// operand comes back for a NaN or two zeros: `x`, as the scalar form.
+#[cfg(target_arch = "x86_64")]
+mod lanes_avx2 {
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) fn max(p: __m256, q: __m256) -> __m256 {
+        _mm256_blendv_ps(_mm256_max_ps(p, q), p, _mm256_cmp_ps::<_CMP_UNORD_Q>(p, p))
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) fn min(p: __m256, q: __m256) -> __m256 {
+        _mm256_blendv_ps(_mm256_min_ps(p, q), p, _mm256_cmp_ps::<_CMP_UNORD_Q>(p, p))
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) fn neg(x: __m256) -> __m256 {
+        _mm256_xor_ps(x, _mm256_set1_ps(-0.0))
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) fn abs(x: __m256) -> __m256 {
+        _mm256_andnot_ps(_mm256_set1_ps(-0.0), x)
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    pub(super) fn relu(x: __m256) -> __m256 {
+        _mm256_max_ps(_mm256_setzero_ps(), x)
+    }
+}
+
 /// [`execute_chunk`] with AVX2 and FMA, for the ops [`has_avx2_lanes`] lists (square roots
 /// always by `vsqrtps`, which has no estimate to refine here); each op bit-identical to its
 /// scalar semantics in `ops`.
@@ -456,9 +495,6 @@ unsafe fn execute_chunk_avx2(instr: &Instr, _: bool, value: impl Fn(usize) -> *c
     use std::arch::x86_64::*;
     let zero = _mm256_setzero_ps();
     let one = _mm256_set1_ps(1.0);
-    let sign = _mm256_set1_ps(-0.0);
-    // Blends take `y` where the mask's lane is set, else `x`.
-    let nan = |x: __m256| _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
     // SAFETY (each use): `value` and `out` point to a chunk's values (the caller's promise).
     let load = |p: *const f32, k: usize| unsafe { _mm256_loadu_ps(p.add(k)) };
     let store = |k: usize, v: __m256| unsafe { _mm256_storeu_ps(out.add(k), v) };
@@ -472,10 +508,9 @@ unsafe fn execute_chunk_avx2(instr: &Instr, _: bool, value: impl Fn(usize) -> *c
         }};
     }
     match *instr {
-        Instr::Unary(U::Neg, a) => lanes!(x = a => _mm256_xor_ps(x, sign)),
-        Instr::Unary(U::Abs, a) => lanes!(x = a => _mm256_andnot_ps(sign, x)),
-        // `max` returns its second operand for a NaN or two zeros: `x`, as the scalar form.
-        Instr::Unary(U::Relu, a) => lanes!(x = a => _mm256_max_ps(zero, x)),
+        Instr::Unary(U::Neg, a) => lanes!(x = a => lanes_avx2::neg(x)),
+        Instr::Unary(U::Abs, a) => lanes!(x = a => lanes_avx2::abs(x)),
+        Instr::Unary(U::Relu, a) => lanes!(x = a => lanes_avx2::relu(x)),
         Instr::Unary(U::Recip, a) => lanes!(x = a => _mm256_div_ps(one, x)),
         Instr::Unary(U::Sqrt, a) => lanes!(x = a => _mm256_sqrt_ps(x)),
         // A chunk within the exponent's normal range (most are) scales by one exponent add.
@@ -499,14 +534,8 @@ unsafe fn execute_chunk_avx2(instr: &Instr, _: bool, value: impl Fn(usize) -> *c
         Instr::Binary(B::Sub, a, b) => lanes!(x = a, y = b => _mm256_sub_ps(x, y)),
         Instr::Binary(B::Mul, a, b) => lanes!(x = a, y = b => _mm256_mul_ps(x, y)),
         Instr::Binary(B::Div, a, b) => lanes!(x = a, y = b => _mm256_div_ps(x, y)),
-        // `max(x, y)` is `x` if `x > y`, else `y` (a NaN `y` too, and of two zeros); then a NaN
-        // `x` is kept. Likewise for min.
-        Instr::Binary(B::Max, a, b) => {
-            lanes!(x = a, y = b => _mm256_blendv_ps(_mm256_max_ps(x, y), x, nan(x)))
-        }
-        Instr::Binary(B::Min, a, b) => {
-            lanes!(x = a, y = b => _mm256_blendv_ps(_mm256_min_ps(x, y), x, nan(x)))
-        }
+        Instr::Binary(B::Max, a, b) => lanes!(x = a, y = b => lanes_avx2::max(x, y)),
+        Instr::Binary(B::Min, a, b) => lanes!(x = a, y = b => lanes_avx2::min(x, y)),
         Instr::Binary(B::CmpLt, a, b) => {
             lanes!(x = a, y = b => _mm256_and_ps(_mm256_cmp_ps::<_CMP_LT_OQ>(x, y), one))
         }
@@ -516,7 +545,8 @@ unsafe fn execute_chunk_avx2(instr: &Instr, _: bool, value: impl Fn(usize) -> *c
         Instr::Binary(B::CmpEq, a, b) => {
             lanes!(x = a, y = b => _mm256_and_ps(_mm256_cmp_ps::<_CMP_EQ_OQ>(x, y), one))
         }
-        // `c != 0` holds for NaN too: unordered or not equal.
+        // `c != 0` holds for NaN too: unordered or not equal. A blend takes its second operand
+        // where the mask's lane is set.
         Instr::Where(c, a, b) => lanes!(c = c, x = a, y = b => {
             _mm256_blendv_ps(y, x, _mm256_cmp_ps::<_CMP_NEQ_UQ>(c, zero))
         }),
@@ -540,12 +570,9 @@ unsafe fn execute_pair_avx2(
     let Instr::Binary(f, a, b) = *first else {
         unreachable!("{first:?} does not start a pair (`pairs`)")
     };
-    // One loop per pair of ops and side the result is read on, each with both ops inlined; the
-    // second op's lanes are `execute_chunk_avx2`'s.
-    let sign = _mm256_set1_ps(-0.0);
-    let nan = |x: __m256| _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x);
+    // One loop per pair of ops and side the result is read on, each with both ops inlined.
     macro_rules! binary {
-        ($op:expr, [$($extra:ident)*], |$f:ident| $body:expr) => {
+        ($op:expr, [$($extra:ident => $lanes:ident),*], |$f:ident| $body:expr) => {
             match $op {
                 BinaryOp::Add => {
                     let $f = |p: __m256, q: __m256| _mm256_add_ps(p, q);
@@ -565,30 +592,27 @@ unsafe fn execute_pair_avx2(
                 }
                 $(
                     BinaryOp::$extra => {
-                        let $f = |p: __m256, q: __m256| binary!(@$extra p, q);
+                        let $f = |p: __m256, q: __m256| lanes_avx2::$lanes(p, q);
                         $body
                     }
                 )*
                 op => unreachable!("{op:?} is not paired (`pairs`)"),
             }
         };
-        // `max(p, q)` is `p` if `p > q`, else `q`; then a NaN `p` is kept. Likewise for min.
-        (@Max $p:ident, $q:ident) => { _mm256_blendv_ps(_mm256_max_ps($p, $q), $p, nan($p)) };
-        (@Min $p:ident, $q:ident) => { _mm256_blendv_ps(_mm256_min_ps($p, $q), $p, nan($p)) };
     }
     macro_rules! unary {
         ($op:expr, |$u:ident| $body:expr) => {
             match $op {
                 UnaryOp::Neg => {
-                    let $u = |t: __m256| _mm256_xor_ps(t, sign);
+                    let $u = |t: __m256| lanes_avx2::neg(t);
                     $body
                 }
                 UnaryOp::Abs => {
-                    let $u = |t: __m256| _mm256_andnot_ps(sign, t);
+                    let $u = |t: __m256| lanes_avx2::abs(t);
                     $body
                 }
                 UnaryOp::Relu => {
-                    let $u = |t: __m256| _mm256_max_ps(_mm256_setzero_ps(), t);
+                    let $u = |t: __m256| lanes_avx2::relu(t);
                     $body
                 }
                 UnaryOp::Sqrt => {
@@ -603,11 +627,12 @@ unsafe fn execute_pair_avx2(
     // SAFETY (each): every operand and `out` hold a chunk (the caller's promise).
     unsafe {
         binary!(f, [], |f| match *second {
-            Instr::Binary(g, c, d) => binary!(g, [Max Min], |g| match (c == result, d == result) {
-                (true, true) => pair_avx2(x, y, x, out, f, |t, _| g(t, t)),
-                (true, false) => pair_avx2(x, y, value(d), out, f, g),
-                _ => pair_avx2(x, y, value(c), out, f, |t, o| g(o, t)),
-            }),
+            Instr::Binary(g, c, d) =>
+                binary!(g, [Max => max, Min => min], |g| match (c == result, d == result) {
+                    (true, true) => pair_avx2(x, y, x, out, f, |t, _| g(t, t)),
+                    (true, false) => pair_avx2(x, y, value(d), out, f, g),
+                    _ => pair_avx2(x, y, value(c), out, f, |t, o| g(o, t)),
+                }),
             // `x` is read for nothing.
             Instr::Unary(u, _) => unary!(u, |u| pair_avx2(x, y, x, out, f, |t, _| u(t))),
             Instr::Where(..) => unreachable!("{second:?} is not paired (`pairs`)"),
