@@ -18,23 +18,6 @@ fn reduce_back(x: &Var, op: ReduceOp, axes: &[usize]) -> Var {
     x.reduce(op, axes).expand(x.buf().shape())
 }
 
-/// `x` less its mean over `axes`, unreduced: `(x − s) − mean(x − s)` with `s` each group's first
-/// value (0 where that is infinite or NaN, which would make the whole group NaN). A constant
-/// group centers to exact zeros, and values far from 0 keep the accuracy of their spread, where
-/// `x − mean(x)` would carry the mean's rounding, an ulp of `x` (1e-3 at 1e4, a tenth of a spread
-/// of 1e-2).
-fn centered(x: &LazyBuffer, axes: &[usize]) -> LazyBuffer {
-    let dims = x.shape().to_vec();
-    let first: Vec<(usize, usize)> = (dims.iter().enumerate())
-        .map(|(d, &size)| (0, if axes.contains(&d) { size.min(1) } else { size }))
-        .collect();
-    let shifted = x.sub(&finite_or_zero(&x.shrink(&first)).expand(&dims));
-    let n: usize = axes.iter().map(|&a| dims[a]).product();
-    let mean =
-        (shifted.reduce(ReduceOp::Sum, axes)).div(&LazyBuffer::full(&first_dims(&dims, axes), n as f32));
-    shifted.sub(&mean.expand(&dims))
-}
-
 /// What the gradients of the variance and the deviation over some axes are made of: one
 /// centered node serves both the value and the gradient.
 struct Spread {
@@ -43,7 +26,11 @@ struct Spread {
     kept: Vec<usize>,
     /// PyTorch's `max(0, n − correction)`.
     divisor: f32,
-    /// [`centered`] over the axes.
+    /// `x` less its mean over the axes, unreduced: `(x − s) − mean(x − s)` with `s` each group's
+    /// first value (0 where that is infinite or NaN, which would make the whole group NaN). A
+    /// constant group centers to exact zeros, and values far from 0 keep the accuracy of their
+    /// spread, where `x − mean(x)` would carry the mean's rounding, an ulp of `x` (1e-3 at 1e4, a
+    /// tenth of a spread of 1e-2).
     centered: LazyBuffer,
 }
 
@@ -53,9 +40,15 @@ impl Spread {
     fn of(x: &LazyBuffer, axes: &[usize], correction: usize) -> (Spread, LazyBuffer) {
         let dims = x.shape().to_vec();
         let n: usize = axes.iter().map(|&a| dims[a]).product();
-        let divisor = n.saturating_sub(correction) as f32;
         let kept = first_dims(&dims, axes);
-        let centered = centered(x, axes);
+        // Each group's first value (none where an axis is empty).
+        let first: Vec<(usize, usize)> = (dims.iter().enumerate())
+            .map(|(d, &size)| (0, if axes.contains(&d) { size.min(1) } else { size }))
+            .collect();
+        let shifted = x.sub(&finite_or_zero(&x.shrink(&first)).expand(&dims));
+        let mean = (shifted.reduce(ReduceOp::Sum, axes)).div(&LazyBuffer::full(&kept, n as f32));
+        let centered = shifted.sub(&mean.expand(&dims));
+        let divisor = n.saturating_sub(correction) as f32;
         let var = (centered.mul(&centered).sum(axes)).div(&LazyBuffer::full(&kept, divisor));
         let spread = Spread {
             dims,
