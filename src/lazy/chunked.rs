@@ -82,11 +82,11 @@ fn vector_instructions(instr: &Instr) -> usize {
 
 /// The instructions that run in pairs with AVX2: bit `i` set where instruction `i` is arithmetic
 /// (`+ − × ÷`), `i + 1` is arithmetic too, `max` or `min`, or `relu`, `neg`, `abs` or `sqrt`, and
-/// only `i + 1` reads `i`'s result. A pair runs as one loop
-/// with that result in a register, where one at a time each op stores its chunk and the next
-/// loads it back: a chain of cheap ops is bound by those stores and loads. Bit for bit the same
-/// values: the same operations in the same order, each rounded to f32. One thread of an AMD EPYC
-/// (Zen 3), [1024, 1024], 11 alternating pairs with either build first, against one at a time:
+/// only `i + 1` reads `i`'s result. A pair runs as one loop with that result in a register,
+/// where one at a time each op stores its chunk and the next loads it back: a chain of cheap ops
+/// is bound by those stores and loads. Bit for bit the same values: the same operations in the
+/// same order, each rounded to f32. One thread of an AMD EPYC (Zen 3), [1024, 1024], 11
+/// alternating pairs with either build first, against one at a time:
 /// `(x − y)·y·y + x` 0.78 of its time, layer norm's forward 0.83–0.85, `x − 0.1·y` 0.90–0.91.
 /// Pairs ending in `max`, `min` or a unary op, over 1M values (best of 40, four alternating runs
 /// of each build): the 8-op chain 0.84–0.88 ms against 0.94–0.98, `sqrt(|x − y| + 1)` 0.30–0.31
