@@ -10,9 +10,9 @@
 //! lanes, and a program of only those runs chunk by chunk: the 8-op chain over 1M values took 1.05 ms at best on one thread of an AMD
 //! EPYC (Zen 3) core, against 1.52 one instruction at a time over each block (0.78 of its time
 //! in 7 alternating runs). Single ops, other programs and other CPUs run one instruction at a
-//! time over each block (`kernel`). With AVX2, an arithmetic op and the next run as one loop where
-//! only that one reads its result and is arithmetic, `max`, `min` or a cheap unary op (see
-//! [`pairs`]).
+//! time over each block (`kernel`). On either instruction set, an arithmetic op and the next run
+//! as one loop where only that one reads its result and is arithmetic, `max`, `min` or a cheap
+//! unary op (see [`pairs`]).
 
 #[cfg(target_arch = "x86_64")]
 use std::mem::MaybeUninit;
@@ -80,7 +80,7 @@ fn vector_instructions(instr: &Instr) -> usize {
     }
 }
 
-/// The instructions that run in pairs with AVX2: bit `i` set where instruction `i` is arithmetic
+/// The instructions that run in pairs: bit `i` set where instruction `i` is arithmetic
 /// (`+ − × ÷`), `i + 1` is arithmetic too, `max` or `min`, or `relu`, `neg`, `abs` or `sqrt`, and
 /// only `i + 1` reads `i`'s result. A pair runs as one loop with that result in a register,
 /// where one at a time each op stores its chunk and the next loads it back: a chain of cheap ops
@@ -90,8 +90,11 @@ fn vector_instructions(instr: &Instr) -> usize {
 /// `(x − y)·y·y + x` 0.78 of its time, layer norm's forward 0.83–0.85, `x − 0.1·y` 0.90–0.91.
 /// Pairs ending in `max`, `min` or a unary op, over 1M values (best of 40, four alternating runs
 /// of each build): the 8-op chain 0.84–0.88 ms against 0.94–0.98, `sqrt(|x − y| + 1)` 0.30–0.31
-/// against 0.41, `max(min(x·y, 1), y)` 0.29–0.31 against 0.33–0.35. Longer groups would need a
-/// loop for each combination of ops.
+/// against 0.41, `max(min(x·y, 1), y)` 0.29–0.31 against 0.33–0.35. With AVX-512 (an Intel
+/// Xeon, best of 60, four alternating runs, identical output): the 8-op chain 0.44–0.50 ms
+/// against 0.52–0.60; `(x − y)·y·y + x`, `sqrt(|x − y| + 1)`, `max(min(x·y, 1), y)` and `exp(x·y
+/// − 0.1)/y` over 1M values, bound there by memory, unchanged (0.42–0.44 ms either way). Longer
+/// groups would need a loop for each combination of ops.
 fn pairs(program: &[Instr], leaves: usize) -> u64 {
     let len = program.len().min(64);
     let mut reads = [0u8; 64];
@@ -211,11 +214,7 @@ impl<'p> Chunked<'p> {
             program,
             isa,
             hardware_sqrt: sqrt_by_hardware(program),
-            pairs: if isa == Isa::Avx2 {
-                pairs(program, leaves)
-            } else {
-                0
-            },
+            pairs: pairs(program, leaves),
         })
     }
 
@@ -262,17 +261,18 @@ impl<'p> Chunked<'p> {
         // SAFETY: the CPU supports the instructions (`new` checked) and the tile is large enough
         // (asserted just above); the rest is the caller's promise.
         unsafe {
-            match self.isa {
-                Isa::Avx512 => run_avx512(self.program, (self.hardware_sqrt, 0), leaves, tile, out, len),
-                Isa::Avx2 => run_avx2(
-                    self.program,
-                    (self.hardware_sqrt, self.pairs),
-                    leaves,
-                    tile,
-                    out,
-                    len,
-                ),
-            }
+            let run = match self.isa {
+                Isa::Avx512 => run_avx512,
+                Isa::Avx2 => run_avx2,
+            };
+            run(
+                self.program,
+                (self.hardware_sqrt, self.pairs),
+                leaves,
+                tile,
+                out,
+                len,
+            )
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -283,9 +283,9 @@ impl<'p> Chunked<'p> {
 }
 
 /// The run loop of [`Chunked::run`], compiled for each instruction set with its
-/// `execute_chunk`.
+/// `execute_chunk` and `execute_pair`.
 macro_rules! run_on {
-    ($name:ident, $features:literal, $execute_chunk:ident $(, $execute_pair:ident)?) => {
+    ($name:ident, $features:literal, $execute_chunk:ident, $execute_pair:ident) => {
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $features)]
         unsafe fn $name(
@@ -296,8 +296,6 @@ macro_rules! run_on {
             out: *mut f32,
             len: usize,
         ) {
-            // Only AVX2 runs pairs.
-            let _ = pairs;
             let n_leaves = leaves.len();
             let Some(last) = program.len().checked_sub(1) else {
                 return;
@@ -332,18 +330,24 @@ macro_rules! run_on {
             for start in (0..whole).step_by(CHUNK) {
                 let mut i = 0;
                 while let Some(instr) = program.get(i) {
-                    $(
-                        if i < 64 && pairs >> i & 1 == 1 {
-                            // SAFETY: as below; the pair's second instruction exists (`pairs`
-                            // marks `i` only where `i + 1` is among the first 64 instructions).
-                            unsafe {
-                                let second = program.get_unchecked(i + 1);
-                                $execute_pair(instr, second, n_leaves + i, |v| value(v, start), dst(i + 1, start))
-                            };
-                            i += 2;
-                            continue;
-                        }
-                    )?
+                    if i < 64 && pairs >> i & 1 == 1 {
+                        // SAFETY: as below; the pair's second instruction exists (`pairs` marks
+                        // `i` only where `i + 1` is among the first 64 instructions).
+                        unsafe {
+                            let second = program.get_unchecked(i + 1);
+                            let (first, out) = (n_leaves + i, dst(i + 1, start));
+                            $execute_pair(
+                                instr,
+                                second,
+                                first,
+                                hardware_sqrt,
+                                |v| value(v, start),
+                                out,
+                            )
+                        };
+                        i += 2;
+                        continue;
+                    }
                     // SAFETY: an instruction reads only leaves and earlier results, never its own chunk.
                     unsafe { $execute_chunk(instr, hardware_sqrt, |v| value(v, start), dst(i, start)) };
                     i += 1;
@@ -366,7 +370,7 @@ macro_rules! run_on {
     };
 }
 
-run_on!(run_avx512, "avx512f", execute_chunk);
+run_on!(run_avx512, "avx512f", execute_chunk, execute_pair_avx512);
 run_on!(run_avx2, "avx2,fma", execute_chunk_avx2, execute_pair_avx2);
 
 /// One instruction over a chunk: `value(v)` points to value `v`'s values, `out` to the
@@ -387,7 +391,6 @@ unsafe fn execute_chunk(
     let one = _mm512_set1_ps(1.0);
     // Lane masks are selected with blends: `blend(m, x, y)` is `y` where `m` is set, else `x`.
     let ones_where = |m: __mmask16| _mm512_maskz_mov_ps(m, one);
-    let number = |x: __m512| _mm512_cmp_ps_mask::<_CMP_ORD_Q>(x, x);
     // SAFETY (each use): `value` and `out` point to a chunk's values (the caller's promise).
     let load = |p: *const f32, k: usize| unsafe { _mm512_loadu_ps(p.add(k)) };
     let store = |k: usize, v: __m512| unsafe { _mm512_storeu_ps(out.add(k), v) };
@@ -404,10 +407,7 @@ unsafe fn execute_chunk(
     match *instr {
         Instr::Unary(U::Neg, a) => lanes!(x = a => math::neg_avx512(x)),
         Instr::Unary(U::Abs, a) => lanes!(x = a => math::abs_avx512(x)),
-        // `max` returns its second operand for a NaN or two zeros of either sign: `x` then, as
-        // the scalar `if x < 0 { 0 } else { x }` does. One instruction where a compare and a
-        // blend took two.
-        Instr::Unary(U::Relu, a) => lanes!(x = a => _mm512_max_ps(zero, x)),
+        Instr::Unary(U::Relu, a) => lanes!(x = a => lanes_avx512::relu(x)),
         Instr::Unary(U::Recip, a) => lanes!(x = a => _mm512_div_ps(one, x)),
         Instr::Unary(U::Exp, a) => lanes!(x = a => math::exp_avx512(x)),
         Instr::Unary(U::Log, a) => lanes!(x = a => math::log_avx512(x)),
@@ -424,10 +424,8 @@ unsafe fn execute_chunk(
         Instr::Binary(B::Mul, a, b) => lanes!(x = a, y = b => _mm512_mul_ps(x, y)),
         Instr::Binary(B::Div, a, b) => lanes!(x = a, y = b => _mm512_div_ps(x, y)),
         Instr::Binary(B::Pow, a, b) => lanes!(x = a, y = b => super::pow::pow_avx512(x, y)),
-        // Where `x` is a number, `max(x, y)`: `x` if `x > y`, else `y` (a NaN `y` too, and of two
-        // zeros); a NaN `x` is kept. Likewise for min.
-        Instr::Binary(B::Max, a, b) => lanes!(x = a, y = b => _mm512_mask_max_ps(x, number(x), x, y)),
-        Instr::Binary(B::Min, a, b) => lanes!(x = a, y = b => _mm512_mask_min_ps(x, number(x), x, y)),
+        Instr::Binary(B::Max, a, b) => lanes!(x = a, y = b => lanes_avx512::max(x, y)),
+        Instr::Binary(B::Min, a, b) => lanes!(x = a, y = b => lanes_avx512::min(x, y)),
         Instr::Binary(B::CmpLt, a, b) => {
             lanes!(x = a, y = b => ones_where(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, y)))
         }
@@ -444,10 +442,36 @@ unsafe fn execute_chunk(
     }
 }
 
-/// Lanes of ops that run alone and as a pair's second op (see [`execute_pair_avx2`]), written
-/// once so both give the same bits. `max(p, q)` is `p` if `p > q`, else `q` (a NaN `q` too, and
-/// of two zeros); then a NaN `p` is kept; likewise for min. `relu` is `max(0, x)`, whose second
-/// operand comes back for a NaN or two zeros: `x`, as the scalar form.
+/// Lanes of ops that run alone and as a pair's second op (see [`execute_pair_avx512`]), written
+/// once so both give the same bits (`neg`, `abs` and `sqrt` are `math`'s). `max(p, q)` is `p` if
+/// `p > q`, else `q` (a NaN `q` too, and of two zeros), but a NaN `p` is kept; likewise for min.
+/// `relu` is `max(0, x)`, whose second operand comes back for a NaN or two zeros: `x`, as the
+/// scalar `if x < 0 { 0 } else { x }`; one instruction where a compare and a blend took two.
+#[cfg(target_arch = "x86_64")]
+mod lanes_avx512 {
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(super) fn max(p: __m512, q: __m512) -> __m512 {
+        _mm512_mask_max_ps(p, _mm512_cmp_ps_mask::<_CMP_ORD_Q>(p, p), p, q)
+    }
+
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(super) fn min(p: __m512, q: __m512) -> __m512 {
+        _mm512_mask_min_ps(p, _mm512_cmp_ps_mask::<_CMP_ORD_Q>(p, p), p, q)
+    }
+
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    pub(super) fn relu(x: __m512) -> __m512 {
+        _mm512_max_ps(_mm512_setzero_ps(), x)
+    }
+}
+
+/// The AVX2 lanes of [`lanes_avx512`]'s ops, and of `neg` and `abs`, for ops alone and in pairs
+/// (see [`execute_pair_avx2`]); the same semantics.
 #[cfg(target_arch = "x86_64")]
 mod lanes_avx2 {
     use std::arch::x86_64::*;
@@ -554,116 +578,153 @@ unsafe fn execute_chunk_avx2(instr: &Instr, _: bool, value: impl Fn(usize) -> *c
     }
 }
 
-/// Two instructions over a chunk as one loop (see [`pairs`]): `first`, arithmetic, whose result
-/// is value `result`, and `second`, which reads it and writes to `out`.
+/// `$body` with `$f` bound to the lanes of binary op `$op` on vectors of `$vector`: one copy of
+/// `$body` per op, so each pair's loop has both its ops inlined.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-unsafe fn execute_pair_avx2(
-    first: &Instr,
-    second: &Instr,
-    result: usize,
-    value: impl Fn(usize) -> *const f32,
-    out: *mut f32,
-) {
-    use std::arch::x86_64::*;
-    let Instr::Binary(f, a, b) = *first else {
-        unreachable!("{first:?} does not start a pair (`pairs`)")
+macro_rules! with_binary {
+    ($vector:ty, $op:expr, [$($name:ident => $lanes:path),*], |$f:ident| $body:expr) => {
+        match $op {
+            $(
+                BinaryOp::$name => {
+                    let $f = |p: $vector, q: $vector| $lanes(p, q);
+                    $body
+                }
+            )*
+            op => unreachable!("{op:?} is not paired (`pairs`)"),
+        }
     };
-    // One loop per pair of ops and side the result is read on, each with both ops inlined.
-    macro_rules! binary {
-        ($op:expr, [$($extra:ident => $lanes:ident),*], |$f:ident| $body:expr) => {
-            match $op {
-                BinaryOp::Add => {
-                    let $f = |p: __m256, q: __m256| _mm256_add_ps(p, q);
-                    $body
-                }
-                BinaryOp::Sub => {
-                    let $f = |p: __m256, q: __m256| _mm256_sub_ps(p, q);
-                    $body
-                }
-                BinaryOp::Mul => {
-                    let $f = |p: __m256, q: __m256| _mm256_mul_ps(p, q);
-                    $body
-                }
-                BinaryOp::Div => {
-                    let $f = |p: __m256, q: __m256| _mm256_div_ps(p, q);
-                    $body
-                }
-                $(
-                    BinaryOp::$extra => {
-                        let $f = |p: __m256, q: __m256| lanes_avx2::$lanes(p, q);
-                        $body
-                    }
-                )*
-                op => unreachable!("{op:?} is not paired (`pairs`)"),
-            }
-        };
-    }
-    macro_rules! unary {
-        ($op:expr, |$u:ident| $body:expr) => {
-            match $op {
-                UnaryOp::Neg => {
-                    let $u = |t: __m256| lanes_avx2::neg(t);
-                    $body
-                }
-                UnaryOp::Abs => {
-                    let $u = |t: __m256| lanes_avx2::abs(t);
-                    $body
-                }
-                UnaryOp::Relu => {
-                    let $u = |t: __m256| lanes_avx2::relu(t);
-                    $body
-                }
-                UnaryOp::Sqrt => {
-                    let $u = |t: __m256| _mm256_sqrt_ps(t);
-                    $body
-                }
-                op => unreachable!("{op:?} is not paired (`pairs`)"),
-            }
-        };
-    }
-    let (x, y) = (value(a), value(b));
-    // SAFETY (each): every operand and `out` hold a chunk (the caller's promise).
-    unsafe {
-        binary!(f, [], |f| match *second {
-            Instr::Binary(g, c, d) =>
-                binary!(g, [Max => max, Min => min], |g| match (c == result, d == result) {
-                    (true, true) => pair_avx2(x, y, x, out, f, |t, _| g(t, t)),
-                    (true, false) => pair_avx2(x, y, value(d), out, f, g),
-                    _ => pair_avx2(x, y, value(c), out, f, |t, o| g(o, t)),
-                }),
-            // `x` is read for nothing.
-            Instr::Unary(u, _) => unary!(u, |u| pair_avx2(x, y, x, out, f, |t, _| u(t))),
-            Instr::Where(..) => unreachable!("{second:?} is not paired (`pairs`)"),
-        })
-    }
 }
 
-/// `second(first(x, y), other)` over a chunk.
-///
-/// # Safety
-/// `x`, `y` and `other` must be valid for reading a chunk, `out` for writing one.
+/// [`with_binary`] for the unary ops a pair ends with: the square root by `$vsqrtps` where
+/// `$hardware` holds (see [`sqrt_by_hardware`]), else by `$refined`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[inline]
-unsafe fn pair_avx2(
-    x: *const f32,
-    y: *const f32,
-    other: *const f32,
-    out: *mut f32,
-    first: impl Fn(std::arch::x86_64::__m256, std::arch::x86_64::__m256) -> std::arch::x86_64::__m256,
-    second: impl Fn(std::arch::x86_64::__m256, std::arch::x86_64::__m256) -> std::arch::x86_64::__m256,
-) {
-    use std::arch::x86_64::*;
-    for k in (0..CHUNK).step_by(8) {
-        // SAFETY: each pointer holds a chunk (the caller's promise).
-        unsafe {
-            let t = first(_mm256_loadu_ps(x.add(k)), _mm256_loadu_ps(y.add(k)));
-            _mm256_storeu_ps(out.add(k), second(t, _mm256_loadu_ps(other.add(k))));
+macro_rules! with_unary {
+    ($vector:ty, $op:expr, $neg:path, $abs:path, $relu:path, ($hardware:expr, $vsqrtps:path, $refined:path), |$u:ident| $body:expr) => {
+        match $op {
+            UnaryOp::Neg => {
+                let $u = |t: $vector| $neg(t);
+                $body
+            }
+            UnaryOp::Abs => {
+                let $u = |t: $vector| $abs(t);
+                $body
+            }
+            UnaryOp::Relu => {
+                let $u = |t: $vector| $relu(t);
+                $body
+            }
+            UnaryOp::Sqrt if $hardware => {
+                let $u = |t: $vector| $vsqrtps(t);
+                $body
+            }
+            UnaryOp::Sqrt => {
+                let $u = |t: $vector| $refined(t);
+                $body
+            }
+            op => unreachable!("{op:?} is not paired (`pairs`)"),
         }
-    }
+    };
 }
+
+/// Defines `$execute` (two instructions over a chunk as one loop, see [`pairs`]: `first`,
+/// arithmetic, whose result is value `result`, and `second`, which reads it and writes to `out`)
+/// and `$pair`, its loop, for one instruction set: its vector type, lanes per vector, and each
+/// op's lanes, the same ones the op runs with alone.
+macro_rules! pair_executor {
+    (
+        $execute:ident, $pair:ident, $features:literal, $vector:ty, $lanes:literal,
+        $load:ident, $store:ident, [$add:path, $sub:path, $mul:path, $div:path],
+        max: $max:path, min: $min:path, neg: $neg:path, abs: $abs:path, relu: $relu:path,
+        sqrt: $vsqrtps:path, $refined:path
+    ) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[inline]
+        unsafe fn $execute(
+            first: &Instr,
+            second: &Instr,
+            result: usize,
+            hardware_sqrt: bool,
+            value: impl Fn(usize) -> *const f32,
+            out: *mut f32,
+        ) {
+            use std::arch::x86_64::*;
+            let Instr::Binary(f, a, b) = *first else {
+                unreachable!("{first:?} does not start a pair (`pairs`)")
+            };
+            let (x, y) = (value(a), value(b));
+            // One loop per pair of ops and side the result is read on, each with both ops inlined.
+            // SAFETY (each): every operand and `out` hold a chunk (the caller's promise).
+            unsafe {
+                with_binary!($vector, f, [Add => $add, Sub => $sub, Mul => $mul, Div => $div], |f| {
+                    match *second {
+                        Instr::Binary(g, c, d) => with_binary!(
+                            $vector,
+                            g,
+                            [Add => $add, Sub => $sub, Mul => $mul, Div => $div, Max => $max, Min => $min],
+                            |g| match (c == result, d == result) {
+                                (true, true) => $pair(x, y, x, out, f, |t, _| g(t, t)),
+                                (true, false) => $pair(x, y, value(d), out, f, g),
+                                _ => $pair(x, y, value(c), out, f, |t, o| g(o, t)),
+                            }
+                        ),
+                        // `x` is read for nothing.
+                        Instr::Unary(u, _) => with_unary!(
+                            $vector,
+                            u,
+                            $neg,
+                            $abs,
+                            $relu,
+                            (hardware_sqrt, $vsqrtps, $refined),
+                            |u| $pair(x, y, x, out, f, |t, _| u(t))
+                        ),
+                        Instr::Where(..) => unreachable!("{second:?} is not paired (`pairs`)"),
+                    }
+                })
+            }
+        }
+
+        /// `second(first(x, y), other)` over a chunk.
+        ///
+        /// # Safety
+        /// `x`, `y` and `other` must be valid for reading a chunk, `out` for writing one.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[inline]
+        unsafe fn $pair(
+            x: *const f32,
+            y: *const f32,
+            other: *const f32,
+            out: *mut f32,
+            first: impl Fn($vector, $vector) -> $vector,
+            second: impl Fn($vector, $vector) -> $vector,
+        ) {
+            use std::arch::x86_64::*;
+            for k in (0..CHUNK).step_by($lanes) {
+                // SAFETY: each pointer holds a chunk (the caller's promise).
+                unsafe {
+                    let t = first($load(x.add(k)), $load(y.add(k)));
+                    $store(out.add(k), second(t, $load(other.add(k))));
+                }
+            }
+        }
+    };
+}
+
+pair_executor!(
+    execute_pair_avx512, pair_avx512, "avx512f", std::arch::x86_64::__m512, 16,
+    _mm512_loadu_ps, _mm512_storeu_ps, [_mm512_add_ps, _mm512_sub_ps, _mm512_mul_ps, _mm512_div_ps],
+    max: lanes_avx512::max, min: lanes_avx512::min, neg: super::math::neg_avx512,
+    abs: super::math::abs_avx512, relu: lanes_avx512::relu,
+    sqrt: _mm512_sqrt_ps, super::math::sqrt_avx512
+);
+// AVX2 has no square-root estimate to refine: `vsqrtps` either way.
+pair_executor!(
+    execute_pair_avx2, pair_avx2, "avx2,fma", std::arch::x86_64::__m256, 8,
+    _mm256_loadu_ps, _mm256_storeu_ps, [_mm256_add_ps, _mm256_sub_ps, _mm256_mul_ps, _mm256_div_ps],
+    max: lanes_avx2::max, min: lanes_avx2::min, neg: lanes_avx2::neg, abs: lanes_avx2::abs,
+    relu: lanes_avx2::relu, sqrt: _mm256_sqrt_ps, _mm256_sqrt_ps
+);
 
 #[cfg(test)]
 mod tests {
@@ -982,6 +1043,8 @@ mod tests {
                 continue;
             };
             assert_eq!(chunked.hardware_sqrt, f == UnaryOp::Exp);
+            // `(mul, add)`, `(sub, sqrt)` and `(mul, max)` run as pairs on either instruction set.
+            assert_eq!(chunked.pairs, 0b0101_0001);
             let mut tile = vec![0.0; chunked.tile_len()];
             let mut out = vec![0.0; x.len()];
             // SAFETY: both leaves and `out` hold `x.len()` values, and `out` is separate.
