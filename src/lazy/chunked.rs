@@ -335,11 +335,11 @@ macro_rules! run_on {
                         // `i` only where `i + 1` is among the first 64 instructions).
                         unsafe {
                             let second = program.get_unchecked(i + 1);
-                            let (first, out) = (n_leaves + i, dst(i + 1, start));
+                            let (result, out) = (n_leaves + i, dst(i + 1, start));
                             $execute_pair(
                                 instr,
                                 second,
-                                first,
+                                result,
                                 hardware_sqrt,
                                 |v| value(v, start),
                                 out,
