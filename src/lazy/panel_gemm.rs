@@ -2,7 +2,8 @@
 //! enough to stay in L2: a training step's forward products, input gradients and the smaller
 //! weight gradients at batch sizes up to a few hundred (`[128, 784] x [784, 512]`,
 //! `[128, 256] x [256, 512]`, `[256, 128] x [128, 512]` with A a transposed batch of gradients).
-//! A larger A runs as products of blocks of its rows (see `matmul`).
+//! A larger A runs as products of blocks of its rows where its rows are contiguous, and on sgemm
+//! where its columns are (see `matmul`).
 //!
 //! A matrix times a vector runs here too, as its transpose (see `matmul`), and so does a vector
 //! (or up to eight rows) times a matrix, whose panels are read in place, by rows or by columns.
