@@ -60,7 +60,7 @@ const MAX_A: usize = 1 << 17;
 const TILED_A_MIN: usize = 256;
 
 /// `C = A·B` (`m×k` times `k×n`, C row-major with row stride `n`), for sharing between threads
-/// by panels of C's columns.
+/// by parts of C's columns.
 #[derive(Clone, Copy)]
 pub(super) struct Product {
     dims: (usize, usize, usize),
@@ -203,17 +203,34 @@ impl Product {
         self.dims.2.div_ceil(WIDTH)
     }
 
-    /// Computes panels `panels` of C (all of their rows).
+    /// The columns of C's panels `panels`.
+    pub(super) fn panel_columns(&self, panels: Range<usize>) -> Range<usize> {
+        let n = self.dims.2;
+        (panels.start * WIDTH).min(n)..(panels.end * WIDTH).min(n)
+    }
+
+    /// Part `part` of C's columns cut into `parts` with nearly equal numbers of vectors, for
+    /// sharing between threads. Each part runs as panels from its first column, the last
+    /// narrower where it must be.
+    pub(super) fn part_columns(&self, part: usize, parts: usize) -> Range<usize> {
+        let n = self.dims.2;
+        let cut = |part: usize| (part * n.div_ceil(LANES) / parts * LANES).min(n);
+        cut(part)..cut(part + 1)
+    }
+
+    /// Computes columns `columns` of C (all of their rows), by panels from `columns.start`, a
+    /// multiple of 16 (see [`panel_columns`](Product::panel_columns) and
+    /// [`part_columns`](Product::part_columns)).
     ///
     /// # Safety
     /// `a` and `b` with their strides must address `m×k` and `k×n` matrices within their
     /// allocations (for a product from [`with_a_tiles`](Product::with_a_tiles), its copy of A
     /// is still alive); `c` must be valid for writing `m×n` row-major values that alias
-    /// neither, and no other thread may write these panels meanwhile.
-    pub(super) unsafe fn run(&self, c: *mut f32, panels: Range<usize>) {
-        debug_assert!(panels.end <= self.panels());
+    /// neither, and no other thread may write these columns meanwhile.
+    pub(super) unsafe fn run(&self, c: *mut f32, columns: Range<usize>) {
+        debug_assert!(columns.start.is_multiple_of(LANES) && columns.end <= self.dims.2);
         // SAFETY: `new` checked that the CPU has AVX-512F; the rest is the caller's promise.
-        unsafe { run_avx512(self, c, panels) };
+        unsafe { run_avx512(self, c, columns) };
     }
 }
 
@@ -222,24 +239,25 @@ impl Product {
 /// # Safety
 /// As for [`Product::run`]; the CPU has AVX-512F.
 #[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
-unsafe fn run_avx512(product: &Product, c: *mut f32, panels: Range<usize>) {
+unsafe fn run_avx512(product: &Product, c: *mut f32, columns: Range<usize>) {
     let Product {
         dims: (m, k, n),
         a,
         b,
         ..
     } = *product;
-    let panels = if m == 1 && b.strides.1 == 1 {
+    let columns = if m == 1 && b.strides.1 == 1 {
         // SAFETY: as this function's contract says.
-        unsafe { vector_strips((k, n), a, b, c, panels) }
+        unsafe { vector_strips(k, a, b, c, columns) }
     } else {
-        panels
+        columns
     };
+    let end = columns.end;
     // Only each block's first `depth` rows are written, and only those are read.
     let mut panel = StackPanel::<{ DEPTH * WIDTH }>::new();
     let panel_ptr = panel.as_mut_ptr();
-    for j0 in panels.map(|j| j * WIDTH) {
-        let cols = WIDTH.min(n - j0);
+    for j0 in columns.step_by(WIDTH) {
+        let cols = WIDTH.min(end - j0);
         // A narrower last panel is copied only as wide as the vectors its tiles read.
         let width = cols.next_multiple_of(LANES);
         let b_panel = Matrix {
@@ -331,8 +349,8 @@ fn prefetch_tile(c: *const f32, ldc: usize, cols: usize) {
 )]
 const STRIP: usize = 1024;
 
-/// The whole panels of a single row of A times B read by rows in place; returns the panels left
-/// (a narrower last one). Each row of B is read across the strip, up to [`STRIP`] columns, before
+/// The whole panels of a single row of A times B read by rows in place, from the first of
+/// `columns`; returns the columns left (a narrower last panel). Each row of B is read across the strip, up to [`STRIP`] columns, before
 /// the next, with the sums kept in L1. By panels of 32 columns, 128 bytes of each row were
 /// read before the next row, and over a B larger than L2 that was most of the time: a
 /// `[1024] x [1024, 1024]` product took 290 µs, 235 by strips of 128 columns, 175 by 512
@@ -344,17 +362,11 @@ const STRIP: usize = 1024;
 /// As for [`Product::run`], with `m = 1` and B's column stride 1; the CPU has AVX-512F.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn vector_strips(
-    (k, n): (usize, usize),
-    a: Matrix,
-    b: Matrix,
-    c: *mut f32,
-    panels: Range<usize>,
-) -> Range<usize> {
+unsafe fn vector_strips(k: usize, a: Matrix, b: Matrix, c: *mut f32, columns: Range<usize>) -> Range<usize> {
     use std::arch::x86_64::*;
-    let whole = panels.start..panels.end.min(n / WIDTH).max(panels.start);
-    for j0 in (whole.start * WIDTH..whole.end * WIDTH).step_by(STRIP) {
-        let vectors = STRIP.min(whole.end * WIDTH - j0) / LANES;
+    let whole = columns.start..columns.start + columns.len() / WIDTH * WIDTH;
+    for j0 in whole.clone().step_by(STRIP) {
+        let vectors = STRIP.min(whole.end - j0) / LANES;
         for p0 in (0..k).step_by(DEPTH) {
             let mut sums = [_mm512_setzero_ps(); STRIP / LANES];
             let sums = &mut sums[..vectors];
@@ -379,18 +391,12 @@ unsafe fn vector_strips(
             }
         }
     }
-    whole.end..panels.end
+    whole.end..columns.end
 }
 
 /// Not reached: the path runs only where AVX-512 was detected.
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn vector_strips(
-    _: (usize, usize),
-    _: Matrix,
-    _: Matrix,
-    _: *mut f32,
-    _: Range<usize>,
-) -> Range<usize> {
+unsafe fn vector_strips(_: usize, _: Matrix, _: Matrix, _: *mut f32, _: Range<usize>) -> Range<usize> {
     unreachable!("the packed panels run only on x86-64 with AVX-512")
 }
 
@@ -566,22 +572,49 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
-    /// C by this path, panels split into `pieces` calls, into a buffer with guard values after
-    /// it; `None` where the path declines.
-    fn panels(dims: (usize, usize, usize), a: Matrix, b: Matrix, pieces: usize) -> Option<Vec<f32>> {
+    /// How a test splits C's columns between calls, as between threads.
+    #[derive(Clone, Copy, Debug)]
+    enum Split {
+        /// By whole panels, into this many calls.
+        Panels(usize),
+        /// By [`Product::part_columns`], into this many parts.
+        Parts(usize),
+    }
+
+    /// Every split the tests try: whole, by panels, and by parts cut inside panels.
+    const SPLITS: [Split; 4] = [
+        Split::Panels(1),
+        Split::Panels(2),
+        Split::Parts(2),
+        Split::Parts(3),
+    ];
+
+    /// C by this path, its columns split into calls by `split`, into a buffer with guard values
+    /// after it (a column no call wrote keeps a value sgemm does not give); `None` where the
+    /// path declines.
+    fn panels(dims: (usize, usize, usize), a: Matrix, b: Matrix, split: Split) -> Option<Vec<f32>> {
         const GUARD: usize = 17;
         // SAFETY: the operands address their matrices.
         let (product, _tiles) = unsafe { Product::new(dims, a, b)?.with_a_tiles() };
         let mut c = vec![-7.0f32; dims.0 * dims.2 + GUARD];
         let total = product.panels();
-        for piece in 0..pieces {
+        let (calls, columns): (usize, &dyn Fn(usize) -> Range<usize>) = match split {
+            Split::Panels(pieces) => (pieces, &move |piece| {
+                product.panel_columns(piece * total / pieces..(piece + 1) * total / pieces)
+            }),
+            Split::Parts(parts) => (parts, &move |part| product.part_columns(part, parts)),
+        };
+        for call in 0..calls {
+            let (before, columns) = (c.clone(), columns(call));
             // SAFETY: the operands address their matrices; c has room for m×n values.
-            unsafe {
-                product.run(
-                    c.as_mut_ptr(),
-                    piece * total / pieces..(piece + 1) * total / pieces,
-                )
-            };
+            unsafe { product.run(c.as_mut_ptr(), columns.clone()) };
+            // Threads run the calls at once: each may write only its own columns.
+            let outside = (0..c.len()).filter(|i| i / dims.2 >= dims.0 || !columns.contains(&(i % dims.2)));
+            let kept = outside.into_iter().all(|i| c[i].to_bits() == before[i].to_bits());
+            assert!(
+                kept,
+                "{dims:?}, {split:?}: call {call} wrote outside columns {columns:?}"
+            );
         }
         let tail = c.split_off(dims.0 * dims.2);
         assert!(tail.iter().all(|&v| v == -7.0), "{dims:?}: wrote past C");
@@ -636,10 +669,10 @@ mod tests {
                     "{m}, {k}, {n}: not copied"
                 );
                 let want = sgemm((m, k, n), a, b);
-                for pieces in [1, 2] {
-                    let got = panels((m, k, n), a, b, pieces).expect("the panels take it");
+                for split in SPLITS {
+                    let got = panels((m, k, n), a, b, split).expect("the panels take it");
                     let same = got.iter().zip(&want).all(|(x, y)| same_value(*x, *y));
-                    assert!(same, "({m}, {k}, {n}), B strides {b_strides:?}, {pieces} pieces");
+                    assert!(same, "({m}, {k}, {n}), B strides {b_strides:?}, split {split:?}");
                 }
             }
         }
@@ -688,8 +721,8 @@ mod tests {
                             strides,
                         };
                         let want = sgemm((m, k, n), a, b);
-                        for pieces in [1, 2] {
-                            let Some(got) = panels((m, k, n), a, b, pieces) else {
+                        for split in SPLITS {
+                            let Some(got) = panels((m, k, n), a, b, split) else {
                                 let by_columns = a_by_columns && m <= ROWS;
                                 assert!(
                                     n < MIN_WIDTH || by_columns,
@@ -700,7 +733,7 @@ mod tests {
                             let same = got.iter().zip(&want).all(|(x, y)| same_value(*x, *y));
                             assert!(
                                 same,
-                                "({m}, {k}, {n}) layout {layout}, A by columns {a_by_columns}, {pieces} pieces"
+                                "({m}, {k}, {n}) layout {layout}, A by columns {a_by_columns}, split {split:?}"
                             );
                             checked += 1;
                         }
@@ -711,12 +744,12 @@ mod tests {
         // C at least a panel wide: every case with A by rows, and with A by columns past 8 rows.
         // C 1 to 24 wide: only B by columns (layout 1, and not at k = 1, where its strides are
         // both 1) with up to 8 rows, A by rows.
-        assert_eq!(checked, (7 + 2) * 7 * 6 * 3 * 2 + 5 * 6 * 4 * 2);
+        assert_eq!(checked, ((7 + 2) * 7 * 6 * 3 + 5 * 6 * 4) * SPLITS.len());
     }
 
     /// A vector times a matrix by rows, in strips: more columns than one strip holds, the
     /// second strip partial, a narrower last panel, depths across sgemm's blocks, and the
-    /// panels split between up to three calls as between threads.
+    /// columns split between up to three calls as between threads, by panels or by parts.
     #[test]
     fn vector_strips_match_sgemm_bit_for_bit() {
         if !avx512() {
@@ -733,10 +766,10 @@ mod tests {
             let b: Vec<f32> = (0..k * n).map(|_| rng.random_range(-2.0f32..2.0)).collect();
             let (a, b) = (row_major(&a, k), row_major(&b, n));
             let want = sgemm((1, k, n), a, b);
-            for pieces in 1..=3 {
-                let got = panels((1, k, n), a, b, pieces).expect("taken");
+            for split in [Split::Panels(3), Split::Parts(3)].into_iter().chain(SPLITS) {
+                let got = panels((1, k, n), a, b, split).expect("taken");
                 let same = got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
-                assert!(same, "(1, {k}, {n}), {pieces} pieces");
+                assert!(same, "(1, {k}, {n}), split {split:?}");
             }
         }
     }
@@ -751,7 +784,7 @@ mod tests {
         let (m, k, n) = (2, 300, 40);
         let a: Vec<f32> = (0..m * k).map(|i| if i < k { 1.0 } else { 2.0 }).collect();
         let b: Vec<f32> = (0..k * n).map(|i| (i % n) as f32 / 300.0).collect();
-        let got = panels((m, k, n), row_major(&a, k), row_major(&b, n), 1).expect("taken");
+        let got = panels((m, k, n), row_major(&a, k), row_major(&b, n), Split::Panels(1)).expect("taken");
         for j in 0..n {
             // 300 roundings of values below 40 each: within 300 · 2⁻²⁴ · 40 · 2 of the sum.
             let bound = 300.0 * f32::EPSILON * 80.0;
