@@ -668,7 +668,7 @@ unsafe fn lanes_tile<const R: usize, const V: usize, const L: usize>(
         return unsafe { tile_avx2::<R, V>(k, a, b, dst, dst_stride) };
     }
     // SAFETY: as this function's contract says.
-    unsafe { tile::<R, V, L>(k, a, b, dst, dst_stride) }
+    unsafe { tile::<R, V, L>(k, a, (b, None), dst, dst_stride) }
 }
 
 /// [`tile`] eight lanes wide in AVX2 vectors, each lane the same fused multiply-adds in the same
@@ -720,12 +720,14 @@ pub(super) unsafe fn tile_avx2<const R: usize, const V: usize>(
 }
 
 /// One tile of C, `R` rows by `V` vectors of `L` lanes, written whole to `dst` (rows
-/// `dst_stride` apart). Plain arrays with fused multiply-adds: inlined into a function built for
-/// AVX-512 or AVX2, they compile to vector registers.
+/// `dst_stride` apart), with the rows of B it reads copied to `copy_b` if given (`k` rows of
+/// `V·L` values, one after the other). Plain arrays with fused multiply-adds: inlined into a
+/// function built for AVX-512 or AVX2, they compile to vector registers.
 ///
 /// # Safety
 /// `a` addresses `R` rows of `k` values; `b` addresses `k` rows of `V·L` values with column
-/// stride 1; `dst` is valid for writing `R` rows of `V·L` contiguous values.
+/// stride 1; `copy_b` is valid for writing `k·V·L` values that alias nothing else here; `dst` is
+/// valid for writing `R` rows of `V·L` contiguous values.
 #[inline(always)]
 #[allow(
     clippy::needless_range_loop,
@@ -734,7 +736,7 @@ pub(super) unsafe fn tile_avx2<const R: usize, const V: usize>(
 pub(super) unsafe fn tile<const R: usize, const V: usize, const L: usize>(
     k: usize,
     a: Matrix,
-    b: Matrix,
+    (b, copy_b): (Matrix, Option<*mut f32>),
     dst: *mut f32,
     dst_stride: isize,
 ) {
@@ -748,6 +750,10 @@ pub(super) unsafe fn tile<const R: usize, const V: usize, const L: usize>(
         for v in 0..V {
             // SAFETY: values v·L.. of the row; `[f32; L]` has f32's alignment.
             bv[v] = unsafe { row.add(v * L).cast::<[f32; L]>().read() };
+        }
+        if let Some(panel) = copy_b {
+            // SAFETY: row p of the copy has V·L writable values.
+            unsafe { panel.add(p * V * L).cast::<[[f32; L]; V]>().write(bv) };
         }
         for r in 0..R {
             // SAFETY: row r, column p of A.
