@@ -8,14 +8,14 @@
 //! A matrix times a vector runs here too, as its transpose (see `matmul`), and so does a vector
 //! (or up to eight rows) times a matrix, whose panels are read in place, by rows or by columns.
 //!
-//! B is copied one panel of 48 columns and up to 256 rows at a time (48 KiB) and A is read in
-//! place (or, a large column-major A, from a copy in tiles), eight rows per tile, by the direct
-//! tile's register kernel: 24 multiply-adds per step along `k` for three vector loads of B and
-//! eight of A. Products here are bound by loads more than by multiply-adds: panels of 32
-//! columns (16 multiply-adds for ten loads) took 5–20 % longer on the training step's products
-//! (one thread, the two alternating in one process; `[128, 256] x [256, 40]` 36 % longer).
-//! sgemm's AVX-512 kernel broadcasts 16 values of A for each vector of B, about one load per
-//! multiply-add, and copies A as well as B.
+//! B is copied one panel of 48 columns and up to 256 rows at a time (48 KiB; a whole panel of B by
+//! rows by the first tile that reads it) and A is read in place (or, a large column-major A, from a
+//! copy in tiles), eight rows per tile, by the direct tile's register kernel: 24 multiply-adds per
+//! step along `k` for three vector loads of B and eight of A. Products here are bound by loads more
+//! than by multiply-adds: panels of 32 columns (16 multiply-adds for ten loads) took 5–20 % longer
+//! on the training step's products (one thread, the two alternating in one process; `[128, 256] x
+//! [256, 40]` 36 % longer). sgemm's AVX-512 kernel broadcasts 16 values of A for each vector of B,
+//! about one load per multiply-add, and copies A as well as B.
 //!
 //! Every element is sgemm's, bit for bit: `k` is cut into sgemm's blocks of 256 from the
 //! start, each block's products are one chain of fused multiply-adds from `+0.0` in order, and
