@@ -82,23 +82,22 @@ fn vector_instructions(instr: &Instr) -> usize {
 
 /// The instructions that run in pairs: bit `i` set where instruction `i` is arithmetic
 /// (`+ − × ÷`), `i + 1` is arithmetic too, `max` or `min`, or `relu`, `neg`, `abs` or `sqrt`, and
-/// only `i + 1` reads `i`'s result. A pair runs as one loop with that result in a register,
-/// where one at a time each op stores its chunk and the next loads it back: a chain of cheap ops
-/// is bound by those stores and loads. Bit for bit the same values: the same operations in the
-/// same order, each rounded to f32; but for which NaN: inside one loop the compiler may fold a
-/// negation into the division or product before it (`(-x)/y` for `-(x/y)`, so the NaN of
-/// `inf/inf` keeps its sign; `x·(-y)` for `-(x·y)`) or swap a sum's or product's operands (which
-/// picks the other of two NaNs). AVX2 and AVX-512 pairs do the same (a reviewer's 20,000 random
-/// programs, with detection patched to AVX2 in a copy). One thread of an AMD EPYC (Zen 3), [1024, 1024], 11
-/// alternating pairs with either build first, against one at a time:
-/// `(x − y)·y·y + x` 0.78 of its time, layer norm's forward 0.83–0.85, `x − 0.1·y` 0.90–0.91.
-/// Pairs ending in `max`, `min` or a unary op, over 1M values (best of 40, four alternating runs
-/// of each build): the 8-op chain 0.84–0.88 ms against 0.94–0.98, `sqrt(|x − y| + 1)` 0.30–0.31
-/// against 0.41, `max(min(x·y, 1), y)` 0.29–0.31 against 0.33–0.35. With AVX-512 (an Intel
-/// Xeon, best of 60, four alternating runs, identical output): the 8-op chain 0.44–0.50 ms
-/// against 0.52–0.60; `(x − y)·y·y + x`, `sqrt(|x − y| + 1)`, `max(min(x·y, 1), y)` and `exp(x·y
-/// − 0.1)/y` over 1M values, bound there by memory, unchanged (0.42–0.44 ms either way). Longer
-/// groups would need a loop for each combination of ops.
+/// only `i + 1` reads `i`'s result. A pair runs as one loop with that result in a register, where
+/// one at a time each op stores its chunk and the next loads it back: a chain of cheap ops is bound
+/// by those stores and loads. Bit for bit the same values: the same operations in the same order,
+/// each rounded to f32; but for which NaN: inside one loop the compiler may fold a negation into
+/// the division or product before it (`(-x)/y` for `-(x/y)`, so the NaN of `inf/inf` keeps its
+/// sign; `x·(-y)` for `-(x·y)`) or swap a sum's or product's operands (which picks the other of two
+/// NaNs). AVX2 and AVX-512 pairs do the same (a reviewer's 20,000 random programs, with detection
+/// patched to AVX2 in a copy). One thread of an AMD EPYC (Zen 3), [1024, 1024], 11 alternating
+/// pairs with either build first, against one at a time: `(x − y)·y·y + x` 0.78 of its time, layer
+/// norm's forward 0.83–0.85, `x − 0.1·y` 0.90–0.91. Pairs ending in `max`, `min` or a unary op,
+/// over 1M values (best of 40, four alternating runs of each build): the 8-op chain 0.84–0.88 ms
+/// against 0.94–0.98, `sqrt(|x − y| + 1)` 0.30–0.31 against 0.41, `max(min(x·y, 1), y)` 0.29–0.31
+/// against 0.33–0.35. With AVX-512 (an Intel Xeon, best of 60, four alternating runs, identical
+/// output): the 8-op chain 0.44–0.50 ms against 0.52–0.60; `(x − y)·y·y + x`, `sqrt(|x − y| + 1)`,
+/// `max(min(x·y, 1), y)` and `exp(x·y − 0.1)/y` over 1M values, bound there by memory, unchanged
+/// (0.42–0.44 ms either way). Longer groups would need a loop for each combination of ops.
 fn pairs(program: &[Instr], leaves: usize) -> u64 {
     let len = program.len().min(64);
     let mut reads = [0u8; 64];

@@ -360,13 +360,13 @@ fn prefetch_tile(c: *const f32, ldc: usize, cols: usize) {
 const STRIP: usize = 1024;
 
 /// The whole panels of a single row of A times B read by rows in place, from the first of
-/// `columns`; returns the columns left (a narrower last panel). Each row of B is read across the strip, up to [`STRIP`] columns, before
-/// the next, with the sums kept in L1. By panels of 32 columns, 128 bytes of each row were
-/// read before the next row, and over a B larger than L2 that was most of the time: a
-/// `[1024] x [1024, 1024]` product took 290 µs, 235 by strips of 128 columns, 175 by 512
-/// (sums in registers) and 145 by 1024. Each value is the same chain of fused multiply-adds
-/// from `+0.0` as [`tile`]'s, and later depth blocks are added as `Tile::run` adds them, so the
-/// bits are the same.
+/// `columns`; returns the columns left (a narrower last panel). Each row of B is read across the
+/// strip, up to [`STRIP`] columns, before the next, with the sums kept in L1. By panels of 32
+/// columns, 128 bytes of each row were read before the next row, and over a B larger than L2 that
+/// was most of the time: a `[1024] x [1024, 1024]` product took 290 µs, 235 by strips of 128
+/// columns, 175 by 512 (sums in registers) and 145 by 1024. Each value is the same chain of fused
+/// multiply-adds from `+0.0` as [`tile`]'s, and later depth blocks are added as `Tile::run` adds
+/// them, so the bits are the same.
 ///
 /// # Safety
 /// As for [`Product::run`], with `m = 1` and B's column stride 1; the CPU has AVX-512F.
