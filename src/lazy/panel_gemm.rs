@@ -218,6 +218,35 @@ impl Product {
         cut(part)..cut(part + 1)
     }
 
+    /// `(m, k, n)`: C is `m×n`.
+    pub(super) fn dims(&self) -> (usize, usize, usize) {
+        self.dims
+    }
+
+    /// Whether threads share the product by [`row_part`](Product::row_part)s, `parts` of them:
+    /// where A is read from a copy in tiles (see [`with_a_tiles`](Product::with_a_tiles)), each
+    /// thread then reads only its part of the copy. Each part has at least two tiles of rows:
+    /// a part of at most one tile would read B's columns in place, and with them A by rows.
+    pub(super) fn shares_rows(&self, parts: usize) -> bool {
+        self.a_tiled && self.dims.0.div_ceil(ROWS) >= 2 * parts
+    }
+
+    /// Part `part` of A's rows cut into `parts` with nearly equal numbers of tiles (see
+    /// [`shares_rows`](Product::shares_rows)): the first of those rows, and their product with
+    /// all of B, which writes C's same rows (from that row's first value on).
+    pub(super) fn row_part(&self, part: usize, parts: usize) -> (usize, Product) {
+        debug_assert!(self.shares_rows(parts));
+        let m = self.dims.0;
+        let cut = |part: usize| (part * m.div_ceil(ROWS) / parts * ROWS).min(m);
+        let rows = cut(part)..cut(part + 1);
+        let product = Product {
+            dims: (rows.len(), self.dims.1, self.dims.2),
+            a: self.a_at(rows.start, 0),
+            ..*self
+        };
+        (rows.start, product)
+    }
+
     /// Computes columns `columns` of C (all of their rows), by panels from `columns.start`, a
     /// multiple of 16 (see [`panel_columns`](Product::panel_columns) and
     /// [`part_columns`](Product::part_columns)).
@@ -588,16 +617,19 @@ mod tests {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
-    /// How a test splits C's columns between calls, as between threads.
+    /// How a test splits C between calls, as between threads.
     #[derive(Clone, Copy, Debug)]
     enum Split {
         /// By whole panels, into this many calls.
         Panels(usize),
         /// By [`Product::part_columns`], into this many parts.
         Parts(usize),
+        /// By [`Product::row_part`], into this many parts.
+        Rows(usize),
     }
 
-    /// Every split the tests try: whole, by panels, and by parts cut inside panels.
+    /// Every split the tests try: whole, by panels, and by parts of the columns cut inside
+    /// panels; by parts of the rows too where the product is shared so (A copied in tiles).
     const SPLITS: [Split; 4] = [
         Split::Panels(1),
         Split::Panels(2),
@@ -605,31 +637,51 @@ mod tests {
         Split::Parts(3),
     ];
 
-    /// C by this path, its columns split into calls by `split`, into a buffer with guard values
-    /// after it (a column no call wrote keeps a value sgemm does not give); `None` where the
+    /// The calls `split` makes: each call's first row of C, its product, and the rows and
+    /// columns of C it writes.
+    fn calls(product: Product, split: Split) -> Vec<(usize, Product, Range<usize>, Range<usize>)> {
+        let (m, _, _) = product.dims();
+        let panels = product.panels();
+        match split {
+            Split::Panels(pieces) => (0..pieces)
+                .map(|p| {
+                    let columns = product.panel_columns(p * panels / pieces..(p + 1) * panels / pieces);
+                    (0, product, 0..m, columns)
+                })
+                .collect(),
+            Split::Parts(parts) => (0..parts)
+                .map(|p| (0, product, 0..m, product.part_columns(p, parts)))
+                .collect(),
+            Split::Rows(parts) => (0..parts)
+                .map(|p| {
+                    let (i0, rows) = product.row_part(p, parts);
+                    (i0, rows, i0..i0 + rows.dims().0, rows.panel_columns(0..panels))
+                })
+                .collect(),
+        }
+    }
+
+    /// C by this path, split into calls by `split`, into a buffer with guard values
+    /// after it (a value no call wrote keeps one sgemm does not give); `None` where the
     /// path declines.
     fn panels(dims: (usize, usize, usize), a: Matrix, b: Matrix, split: Split) -> Option<Vec<f32>> {
         const GUARD: usize = 17;
         // SAFETY: the operands address their matrices.
         let (product, _tiles) = unsafe { Product::new(dims, a, b)?.with_a_tiles() };
         let mut c = vec![-7.0f32; dims.0 * dims.2 + GUARD];
-        let total = product.panels();
-        let (calls, columns): (usize, &dyn Fn(usize) -> Range<usize>) = match split {
-            Split::Panels(pieces) => (pieces, &move |piece| {
-                product.panel_columns(piece * total / pieces..(piece + 1) * total / pieces)
-            }),
-            Split::Parts(parts) => (parts, &move |part| product.part_columns(part, parts)),
-        };
-        for call in 0..calls {
-            let (before, columns) = (c.clone(), columns(call));
+        let n = dims.2;
+        for (call, (i0, part, rows, columns)) in calls(product, split).into_iter().enumerate() {
+            let before = c.clone();
             // SAFETY: the operands address their matrices; c has room for m×n values.
-            unsafe { product.run(c.as_mut_ptr(), columns.clone()) };
-            // Threads run the calls at once: each may write only its own columns.
-            let outside = (0..c.len()).filter(|i| i / dims.2 >= dims.0 || !columns.contains(&(i % dims.2)));
-            let kept = outside.into_iter().all(|i| c[i].to_bits() == before[i].to_bits());
+            unsafe { part.run(c.as_mut_ptr().wrapping_add(i0 * n), columns.clone()) };
+            // Threads run the calls at once: each may write only its own part of C.
+            let own = |i: usize| rows.contains(&(i / n)) && columns.contains(&(i % n));
+            let kept = (0..c.len())
+                .filter(|&i| !own(i))
+                .all(|i| c[i].to_bits() == before[i].to_bits());
             assert!(
                 kept,
-                "{dims:?}, {split:?}: call {call} wrote outside columns {columns:?}"
+                "{dims:?}, {split:?}: call {call} wrote outside rows {rows:?}, columns {columns:?}"
             );
         }
         let tail = c.split_off(dims.0 * dims.2);
@@ -654,7 +706,8 @@ mod tests {
 
     /// A column-major A large enough to be copied in tiles gives the same bits as sgemm: a last
     /// tile of fewer rows, a depth across sgemm's blocks, A's columns further apart than its
-    /// height, B by rows and by columns, special values, the panels in one call or two.
+    /// height, B by rows and by columns, special values, C in one call or split between calls
+    /// by panels, by parts of its columns, or by parts of its rows down to two tiles each.
     #[test]
     fn a_copied_in_tiles_matches_sgemm_bit_for_bit() {
         if !avx512() {
@@ -685,7 +738,8 @@ mod tests {
                     "{m}, {k}, {n}: not copied"
                 );
                 let want = sgemm((m, k, n), a, b);
-                for split in SPLITS {
+                let by_rows = [Split::Rows(2), Split::Rows(3), Split::Rows(m.div_ceil(ROWS) / 2)];
+                for split in SPLITS.into_iter().chain(by_rows) {
                     let got = panels((m, k, n), a, b, split).expect("the panels take it");
                     let same = got.iter().zip(&want).all(|(x, y)| same_value(*x, *y));
                     assert!(same, "({m}, {k}, {n}), B strides {b_strides:?}, split {split:?}");
