@@ -102,7 +102,12 @@ pub(crate) fn update_split<const N: usize>(
     if threads == 1 || g.len() < 2 * MIN_CHUNK {
         return f(slices, g);
     }
-    let chunk = g.len().div_ceil(2 * threads).max(MIN_CHUNK);
+    // One piece per thread, in the order threads claim them (the caller first), as a product
+    // shares a weight gradient's rows and a weight's columns `x·Wᵀ`: a parameter's first part is
+    // then updated by the thread that computed its gradient and will read it next. The large
+    // training step on two threads, alternating with two pieces a thread: its update 125–130 →
+    // 114–119 µs in four pairs, the step's median paired ratio 0.984 in ten.
+    let chunk = g.len().div_ceil(threads).max(MIN_CHUNK);
     let mut pieces = slices.map(|s| s.chunks_mut(chunk));
     let mut pieces: Vec<[&mut [f32]; N]> = (0..g.len().div_ceil(chunk))
         .map(|_| std::array::from_fn(|j| pieces[j].next().expect("same lengths")))
