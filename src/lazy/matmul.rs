@@ -340,46 +340,51 @@ const COPY_MIN_MACS: usize = 1 << 13;
 /// # Safety
 /// As for [`Product::run`] with all of C's panels.
 unsafe fn run_panels(product: &Product, macs: usize, c: *mut f32) {
+    let large = macs >= PARALLEL_MACS || product.streams_b().is_some_and(|len| len >= PARALLEL_B);
+    let tasks = if large {
+        super::parallel::threads().min(product.panels())
+    } else {
+        1
+    };
+    if tasks > 1 && product.shares_rows(tasks) {
+        // A weight gradient's `dYᵀ`, copied in tiles, one part of its rows per thread: each
+        // thread copies and reads only its own part, which the product before it (`dY` by
+        // columns) mostly left in that thread's cache. Two threads, medians of 400, three
+        // alternating runs each: against one copy shared by parts of C's columns, `[512, 128] x
+        // [128, 784]` 360–388 → 357–375 µs and `[256, 128] x [128, 512]` 135–137 → 124–128
+        // with the copy still made before; each part copying its own rows, 317–338 → 311–319
+        // and 118–122 → 98–108 more.
+        let c = SharedOut(c);
+        // SAFETY: as this function's contract says; the tasks' row ranges are disjoint.
+        super::parallel::run(tasks, &|t| unsafe { product.run_row_part(c.get(), t, tasks) });
+        return;
+    }
     // SAFETY: as this function's contract says; `tiles` lives until the product has run.
     let (product, tiles) = unsafe { product.with_a_tiles() };
     // SAFETY: as this function's contract says.
-    unsafe { share_panels(&product, macs, c) };
+    unsafe { share_panels(&product, tasks, c) };
     if let Some(tiles) = tiles {
         super::alloc::keep(tiles);
     }
 }
 
-/// [`run_panels`] once A is where the product reads it.
+/// [`run_panels`] once A is where the product reads it, on `tasks` threads.
 ///
 /// # Safety
 /// As for [`Product::run`] with all of C's panels.
-unsafe fn share_panels(product: &Product, macs: usize, c: *mut f32) {
+unsafe fn share_panels(product: &Product, tasks: usize, c: *mut f32) {
     let panels = product.panels();
-    let streams = product.streams_b();
-    let large = macs >= PARALLEL_MACS || streams.is_some_and(|len| len >= PARALLEL_B);
-    let threads = super::parallel::threads();
-    let tasks = if large { threads.min(panels) } else { 1 };
     if tasks == 1 {
         // SAFETY: as this function's contract says.
         return unsafe { product.run(c, product.panel_columns(0..panels)) };
     }
     let c = SharedOut(c);
     super::parallel::run(tasks, &|t| {
-        if product.shares_rows(tasks) {
-            // A copied in tiles (a weight gradient's `dYᵀ`), one part of its rows per thread:
-            // each thread reads half of the copy, not all of it. Two threads, medians of 400,
-            // three alternating runs: `[512, 128] x [128, 784]` 353–358 → 335–340 µs, `[256,
-            // 128] x [128, 512]` 132–135 → 120–122.
-            let (i0, rows) = product.row_part(t, tasks);
-            let n = product.dims().2;
-            // SAFETY: the tasks' row ranges are disjoint parts of C's.
-            return unsafe { rows.run(c.get().wrapping_add(i0 * n), rows.panel_columns(0..panels)) };
-        }
         // One part of C's columns per thread, cut by vectors, not by panels: whole panels
         // claimed one at a time as threads came free left a thread waiting on the other's last
         // one. Two threads, the large training step's five panel products alone: 1,113–1,129
         // → 1,022–1,035 µs; the step, median paired ratio 0.94 in six pairs.
-        let columns = match streams {
+        let columns = match product.streams_b() {
             None => product.part_columns(t, tasks),
             Some(_) => product.panel_columns(t * panels / tasks..(t + 1) * panels / tasks),
         };

@@ -125,11 +125,28 @@ impl Product {
     /// # Safety
     /// `a` with its strides must address an `m×k` matrix within its allocation.
     pub(super) unsafe fn with_a_tiles(self) -> (Product, Option<Storage>) {
-        let (m, k, n) = self.dims;
-        let a = self.a;
-        if a.strides.1 == 1 || m < TILED_A_MIN || n < TILED_A_MIN {
+        if !self.copies_a() {
             return (self, None);
         }
+        // SAFETY: as this function's contract says.
+        let (product, tiles) = unsafe { self.in_tiles() };
+        (product, Some(tiles))
+    }
+
+    /// Whether [`with_a_tiles`](Product::with_a_tiles) copies A.
+    fn copies_a(&self) -> bool {
+        let (m, _, n) = self.dims;
+        !self.a_tiled && self.a.strides.1 != 1 && m >= TILED_A_MIN && n >= TILED_A_MIN
+    }
+
+    /// [`with_a_tiles`](Product::with_a_tiles)'s copy, made whatever A's size.
+    ///
+    /// # Safety
+    /// As for [`with_a_tiles`](Product::with_a_tiles); A's columns are contiguous.
+    unsafe fn in_tiles(self) -> (Product, Storage) {
+        let (m, k, _) = self.dims;
+        let a = self.a;
+        debug_assert!(a.strides.0 == 1 && !self.a_tiled);
         let len = m.next_multiple_of(ROWS) * k;
         let mut tiles = super::alloc::output(len);
         let dst = tiles.spare_capacity_mut().as_mut_ptr().cast::<f32>();
@@ -165,7 +182,7 @@ impl Product {
                 a_tiled: true,
                 ..self
             },
-            Some(tiles),
+            tiles,
         )
     }
 
@@ -218,17 +235,28 @@ impl Product {
         cut(part)..cut(part + 1)
     }
 
-    /// `(m, k, n)`: C is `m×n`.
-    pub(super) fn dims(&self) -> (usize, usize, usize) {
-        self.dims
+    /// Whether threads share the product by [`row_part`](Product::row_part)s, `parts` of them:
+    /// where A is to be read from a copy in tiles (see [`with_a_tiles`](Product::with_a_tiles)),
+    /// each thread then copies and reads only its own part. Each part has at least two tiles of
+    /// rows: a part of at most one tile would read B's columns in place, and with them A by
+    /// rows.
+    pub(super) fn shares_rows(&self, parts: usize) -> bool {
+        self.copies_a() && self.dims.0.div_ceil(ROWS) >= 2 * parts
     }
 
-    /// Whether threads share the product by [`row_part`](Product::row_part)s, `parts` of them:
-    /// where A is read from a copy in tiles (see [`with_a_tiles`](Product::with_a_tiles)), each
-    /// thread then reads only its part of the copy. Each part has at least two tiles of rows:
-    /// a part of at most one tile would read B's columns in place, and with them A by rows.
-    pub(super) fn shares_rows(&self, parts: usize) -> bool {
-        self.a_tiled && self.dims.0.div_ceil(ROWS) >= 2 * parts
+    /// [`row_part`](Product::row_part) `part` of `parts`, run into C (at `c`) from its own copy
+    /// of its rows of A in tiles, which goes back to this thread's pool.
+    ///
+    /// # Safety
+    /// As for [`Product::run`] with the part's rows of C; `shares_rows(parts)`.
+    pub(super) unsafe fn run_row_part(&self, c: *mut f32, part: usize, parts: usize) {
+        let (i0, rows) = self.row_part(part, parts);
+        // SAFETY: the part's rows of A lie within A, whose columns are contiguous (`copies_a`).
+        let (rows, tiles) = unsafe { rows.in_tiles() };
+        let columns = rows.panel_columns(0..rows.panels());
+        // SAFETY: as this function's contract says; `tiles` lives until the part has run.
+        unsafe { rows.run(c.wrapping_add(i0 * self.dims.2), columns) };
+        super::alloc::keep(tiles);
     }
 
     /// Part `part` of A's rows cut into `parts` with nearly equal numbers of tiles (see
@@ -637,44 +665,18 @@ mod tests {
         Split::Parts(3),
     ];
 
-    /// The calls `split` makes: each call's first row of C, its product, and the rows and
-    /// columns of C it writes.
-    fn calls(product: Product, split: Split) -> Vec<(usize, Product, Range<usize>, Range<usize>)> {
-        let (m, _, _) = product.dims();
-        let panels = product.panels();
-        match split {
-            Split::Panels(pieces) => (0..pieces)
-                .map(|p| {
-                    let columns = product.panel_columns(p * panels / pieces..(p + 1) * panels / pieces);
-                    (0, product, 0..m, columns)
-                })
-                .collect(),
-            Split::Parts(parts) => (0..parts)
-                .map(|p| (0, product, 0..m, product.part_columns(p, parts)))
-                .collect(),
-            Split::Rows(parts) => (0..parts)
-                .map(|p| {
-                    let (i0, rows) = product.row_part(p, parts);
-                    (i0, rows, i0..i0 + rows.dims().0, rows.panel_columns(0..panels))
-                })
-                .collect(),
-        }
-    }
-
     /// C by this path, split into calls by `split`, into a buffer with guard values
     /// after it (a value no call wrote keeps one sgemm does not give); `None` where the
     /// path declines.
     fn panels(dims: (usize, usize, usize), a: Matrix, b: Matrix, split: Split) -> Option<Vec<f32>> {
         const GUARD: usize = 17;
-        // SAFETY: the operands address their matrices.
-        let (product, _tiles) = unsafe { Product::new(dims, a, b)?.with_a_tiles() };
-        let mut c = vec![-7.0f32; dims.0 * dims.2 + GUARD];
-        let n = dims.2;
-        for (call, (i0, part, rows, columns)) in calls(product, split).into_iter().enumerate() {
+        let (m, _, n) = dims;
+        let mut c = vec![-7.0f32; m * n + GUARD];
+        // Runs call `call` through `run`, which may write only rows `rows` and columns
+        // `columns` of C: threads run the calls at once.
+        let mut call = |call: usize, rows: Range<usize>, columns: Range<usize>, run: &dyn Fn(*mut f32)| {
             let before = c.clone();
-            // SAFETY: the operands address their matrices; c has room for m×n values.
-            unsafe { part.run(c.as_mut_ptr().wrapping_add(i0 * n), columns.clone()) };
-            // Threads run the calls at once: each may write only its own part of C.
+            run(c.as_mut_ptr());
             let own = |i: usize| rows.contains(&(i / n)) && columns.contains(&(i % n));
             let kept = (0..c.len())
                 .filter(|&i| !own(i))
@@ -683,6 +685,38 @@ mod tests {
                 kept,
                 "{dims:?}, {split:?}: call {call} wrote outside rows {rows:?}, columns {columns:?}"
             );
+        };
+        let product = Product::new(dims, a, b)?;
+        if let Split::Rows(parts) = split {
+            assert!(
+                product.shares_rows(parts),
+                "{dims:?}: not shared by {parts} parts of rows"
+            );
+            for part in 0..parts {
+                let (i0, rows) = product.row_part(part, parts);
+                // SAFETY: the operands address their matrices; c has room for m×n values.
+                let run = |c| unsafe { product.run_row_part(c, part, parts) };
+                call(part, i0..i0 + rows.dims.0, 0..n, &run);
+            }
+        } else {
+            // SAFETY: the operands address their matrices.
+            let (product, _tiles) = unsafe { product.with_a_tiles() };
+            let panels = product.panels();
+            let calls = match split {
+                Split::Panels(pieces) => pieces,
+                Split::Parts(parts) | Split::Rows(parts) => parts,
+            };
+            for piece in 0..calls {
+                let columns = match split {
+                    Split::Panels(pieces) => {
+                        product.panel_columns(piece * panels / pieces..(piece + 1) * panels / pieces)
+                    }
+                    _ => product.part_columns(piece, calls),
+                };
+                // SAFETY: the operands address their matrices; c has room for m×n values.
+                let run = |c| unsafe { product.run(c, columns.clone()) };
+                call(piece, 0..m, columns.clone(), &run);
+            }
         }
         let tail = c.split_off(dims.0 * dims.2);
         assert!(tail.iter().all(|&v| v == -7.0), "{dims:?}: wrote past C");
