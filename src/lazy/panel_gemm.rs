@@ -128,9 +128,16 @@ impl Product {
         if !self.copies_a() {
             return (self, None);
         }
+        let mut tiles = super::alloc::output(self.tiles_len());
         // SAFETY: as this function's contract says.
-        let (product, tiles) = unsafe { self.in_tiles() };
+        let product = unsafe { self.in_tiles(&mut tiles) };
         (product, Some(tiles))
+    }
+
+    /// How many values [`with_a_tiles`](Product::with_a_tiles)'s copy of A holds.
+    pub(super) fn tiles_len(&self) -> usize {
+        let (m, k, _) = self.dims;
+        m.next_multiple_of(ROWS) * k
     }
 
     /// Whether [`with_a_tiles`](Product::with_a_tiles) copies A.
@@ -139,16 +146,21 @@ impl Product {
         !self.a_tiled && self.a.strides.1 != 1 && m >= TILED_A_MIN && n >= TILED_A_MIN
     }
 
-    /// [`with_a_tiles`](Product::with_a_tiles)'s copy, made whatever A's size.
+    /// The product reading A from [`with_a_tiles`](Product::with_a_tiles)'s copy, made into
+    /// `tiles` (its values replaced) whatever A's size.
     ///
     /// # Safety
     /// As for [`with_a_tiles`](Product::with_a_tiles); A's columns are contiguous.
-    unsafe fn in_tiles(self) -> (Product, Storage) {
+    unsafe fn in_tiles(self, tiles: &mut Storage) -> Product {
         let (m, k, _) = self.dims;
         let a = self.a;
         debug_assert!(a.strides.0 == 1 && !self.a_tiled);
-        let len = m.next_multiple_of(ROWS) * k;
-        let mut tiles = super::alloc::output(len);
+        let len = self.tiles_len();
+        tiles.clear();
+        assert!(
+            tiles.capacity() >= len,
+            "a copy of A in tiles needs room for {len} values"
+        );
         let dst = tiles.spare_capacity_mut().as_mut_ptr().cast::<f32>();
         for t in 0..m.div_ceil(ROWS) {
             // A's columns are contiguous (`new` takes no other A whose rows are not).
@@ -176,14 +188,11 @@ impl Product {
             ptr: tiles.as_ptr(),
             strides: (1, ROWS as isize),
         };
-        (
-            Product {
-                a,
-                a_tiled: true,
-                ..self
-            },
-            tiles,
-        )
+        Product {
+            a,
+            a_tiled: true,
+            ..self
+        }
     }
 
     /// Rows `i0..` of A from column `p0`, where a tile starting at `i0` reads them.
@@ -245,18 +254,23 @@ impl Product {
     }
 
     /// [`row_part`](Product::row_part) `part` of `parts`, run into C (at `c`) from its own copy
-    /// of its rows of A in tiles, which goes back to this thread's pool.
+    /// of its rows of A in tiles, made into `tiles` (room for the part's
+    /// [`tiles_len`](Product::tiles_len) values).
     ///
     /// # Safety
     /// As for [`Product::run`] with the part's rows of C; `shares_rows(parts)`.
-    pub(super) unsafe fn run_row_part(&self, c: *mut f32, part: usize, parts: usize) {
+    pub(super) unsafe fn run_row_part(
+        &self,
+        c: *mut f32,
+        (part, parts): (usize, usize),
+        tiles: &mut Storage,
+    ) {
         let (i0, rows) = self.row_part(part, parts);
         // SAFETY: the part's rows of A lie within A, whose columns are contiguous (`copies_a`).
-        let (rows, tiles) = unsafe { rows.in_tiles() };
+        let rows = unsafe { rows.in_tiles(tiles) };
         let columns = rows.panel_columns(0..rows.panels());
         // SAFETY: as this function's contract says; `tiles` lives until the part has run.
         unsafe { rows.run(c.wrapping_add(i0 * self.dims.2), columns) };
-        super::alloc::keep(tiles);
     }
 
     /// Part `part` of A's rows cut into `parts` with nearly equal numbers of tiles (see
@@ -694,8 +708,11 @@ mod tests {
             );
             for part in 0..parts {
                 let (i0, rows) = product.row_part(part, parts);
-                // SAFETY: the operands address their matrices; c has room for m×n values.
-                let run = |c| unsafe { product.run_row_part(c, part, parts) };
+                let run = |c| {
+                    let mut tiles = Storage::with_capacity(rows.tiles_len());
+                    // SAFETY: the operands address their matrices; c has room for m×n values.
+                    unsafe { product.run_row_part(c, (part, parts), &mut tiles) }
+                };
                 call(part, i0..i0 + rows.dims.0, 0..n, &run);
             }
         } else {
