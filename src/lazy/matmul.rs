@@ -333,9 +333,10 @@ unsafe fn row_major_copy((rows, cols): (usize, usize), matrix: Matrix) -> Storag
 /// 39 against 10 µs, `[64, 256] x [256, 4]` 35 against 7.8.
 const COPY_MIN_MACS: usize = 1 << 13;
 
-/// Runs `product` (of `macs` multiply-adds) into `c`, its columns shared between threads when
-/// it is large. Each column is computed whole by one thread, and each value by the same chain
-/// of operations wherever its panel starts, so sharing does not change results.
+/// Runs `product` (of `macs` multiply-adds) into `c`, shared between threads when it is large:
+/// by parts of C's columns, or of its rows where A is copied in tiles. Each value is computed
+/// whole by one thread, by the same chain of operations wherever its panel or part starts, so
+/// sharing does not change results.
 ///
 /// # Safety
 /// As for [`Product::run`] with all of C's panels.
@@ -350,11 +351,11 @@ unsafe fn run_panels(product: &Product, macs: usize, c: *mut f32) {
         // A weight gradient's `dYᵀ`, copied in tiles, one part of its rows per thread: each
         // thread copies and reads only its own part, which the product before it (`dY` by
         // columns) mostly left in that thread's cache. Two threads, medians of 400, three
-        // alternating runs each: against one copy shared by parts of C's columns, `[512, 128] x
-        // [128, 784]` 360–388 → 357–375 µs and `[256, 128] x [128, 512]` 135–137 → 124–128
-        // with the copy still made before; each part copying its own rows, 317–338 → 311–319
-        // and 118–122 → 98–108 more.
-        // The copies come from this thread's pool, and go back to it.
+        // alternating runs each, against one copy read whole by parts of C's columns:
+        // `[512, 128] x [128, 784]` 360–388 → 357–375 µs and `[256, 128] x [128, 512]` 135–137
+        // → 124–128 by rows of that one copy, then 317–338 → 311–319 and 118–122 → 98–108 with
+        // each part copying its own rows. The copies' buffers come from this thread's pool and
+        // go back to it, as every split's do.
         let mut copies: Vec<Storage> = (0..tasks)
             .map(|t| super::alloc::output(product.row_part(t, tasks).1.tiles_len()))
             .collect();
