@@ -60,7 +60,7 @@ const MAX_A: usize = 1 << 17;
 const TILED_A_MIN: usize = 256;
 
 /// `C = A·B` (`m×k` times `k×n`, C row-major with row stride `n`), for sharing between threads
-/// by parts of C's columns.
+/// by parts of C's columns or rows.
 #[derive(Clone, Copy)]
 pub(super) struct Product {
     dims: (usize, usize, usize),
