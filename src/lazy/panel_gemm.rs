@@ -239,9 +239,7 @@ impl Product {
     /// sharing between threads. Each part runs as panels from its first column, the last
     /// narrower where it must be.
     pub(super) fn part_columns(&self, part: usize, parts: usize) -> Range<usize> {
-        let n = self.dims.2;
-        let cut = |part: usize| (part * n.div_ceil(LANES) / parts * LANES).min(n);
-        cut(part)..cut(part + 1)
+        even_part(self.dims.2, LANES, (part, parts))
     }
 
     /// Whether threads share the product by [`row_part`](Product::row_part)s, `parts` of them:
@@ -268,9 +266,8 @@ impl Product {
         let (i0, rows) = self.row_part(part, parts);
         // SAFETY: the part's rows of A lie within A, whose columns are contiguous (`copies_a`).
         let rows = unsafe { rows.in_tiles(tiles) };
-        let columns = rows.panel_columns(0..rows.panels());
         // SAFETY: as this function's contract says; `tiles` lives until the part has run.
-        unsafe { rows.run(c.wrapping_add(i0 * self.dims.2), columns) };
+        unsafe { rows.run(c.wrapping_add(i0 * self.dims.2), 0..self.dims.2) };
     }
 
     /// Part `part` of A's rows cut into `parts` with nearly equal numbers of tiles (see
@@ -278,9 +275,7 @@ impl Product {
     /// all of B, which writes C's same rows (from that row's first value on).
     pub(super) fn row_part(&self, part: usize, parts: usize) -> (usize, Product) {
         debug_assert!(self.shares_rows(parts));
-        let m = self.dims.0;
-        let cut = |part: usize| (part * m.div_ceil(ROWS) / parts * ROWS).min(m);
-        let rows = cut(part)..cut(part + 1);
+        let rows = even_part(self.dims.0, ROWS, (part, parts));
         let product = Product {
             dims: (rows.len(), self.dims.1, self.dims.2),
             a: self.a_at(rows.start, 0),
@@ -303,6 +298,13 @@ impl Product {
         // SAFETY: `new` checked that the CPU has AVX-512F; the rest is the caller's promise.
         unsafe { run_avx512(self, c, columns) };
     }
+}
+
+/// Part `part` of `parts` of `0..len`, cut into nearly equal numbers of whole units of `unit`
+/// (the last unit may be partial).
+fn even_part(len: usize, unit: usize, (part, parts): (usize, usize)) -> Range<usize> {
+    let cut = |part: usize| (part * len.div_ceil(unit) / parts * unit).min(len);
+    cut(part)..cut(part + 1)
 }
 
 /// [`Product::run`], compiled for AVX-512.
