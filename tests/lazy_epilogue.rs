@@ -116,6 +116,21 @@ fn every_product_path_gives_the_unfused_bits() {
             transposed([200, 400]),
         ),
         ("output split between threads", plain([128, 40]), plain([40, 300])),
+        (
+            "packed panels, by blocks of rows",
+            plain([400, 400]),
+            transposed([400, 100]),
+        ),
+        (
+            "packed panels, A copied in tiles, split by rows",
+            transposed([272, 64]),
+            plain([64, 272]),
+        ),
+        (
+            "packed panels, one row by strips",
+            plain([1, 600]),
+            plain([600, 200]),
+        ),
     ];
     for (seed, &(name, (sa, a_transposed), (sb, b_transposed))) in cases.iter().enumerate() {
         for special in [false, true] {
@@ -138,16 +153,26 @@ fn every_product_path_gives_the_unfused_bits() {
 /// offset, and an output large enough to be split between threads.
 #[test]
 fn relus_gradient_mask_runs_with_the_product() {
-    let cases: &[(&str, [usize; 3])] = &[
-        ("direct tile", [32, 10, 128]),
-        ("packed panels", [128, 256, 100]),
-        ("sgemm, narrow", [40, 300, 5]),
-        ("output split between threads", [128, 40, 300]),
+    // Each with whether A is read through a transpose of its buffer (by columns).
+    let cases: &[(&str, [usize; 3], bool)] = &[
+        ("direct tile", [32, 10, 128], false),
+        ("packed panels", [128, 256, 100], false),
+        ("packed panels, by blocks of rows", [400, 400, 100], false),
+        (
+            "packed panels, A copied in tiles, split by rows",
+            [272, 64, 272],
+            true,
+        ),
+        ("sgemm, narrow", [40, 300, 5], false),
+        ("output split between threads", [128, 40, 300], false),
     ];
-    for (seed, &(name, [m, k, n])) in cases.iter().enumerate() {
+    for (seed, &(name, [m, k, n], a_transposed)) in cases.iter().enumerate() {
         for special in [false, true] {
             let seed = 10 * seed as u64 + u64::from(special);
-            let a = buffer(&[m, k], seed, special);
+            let a = match a_transposed {
+                true => buffer(&[k, m], seed, special).permute(&[1, 0]),
+                false => buffer(&[m, k], seed, special),
+            };
             let b = buffer(&[k, n], seed + 1, special);
             // `y` as rows 1..m + 1 of a taller matrix: read at an offset.
             let y = buffer(&[m + 1, n], seed + 2, special).shrink(&[(1, m + 1), (0, n)]);

@@ -1,6 +1,8 @@
 //! A matrix product's epilogue: a bias row added and/or relu, or relu's gradient mask, applied
 //! to the product's output in place, while it is still in cache, instead of in a kernel of its
-//! own.
+//! own. On the packed panels each tile of the output goes through it as soon as it is final, on
+//! the thread that computed it (see `panel_gemm::Finish`); on the other paths the output does,
+//! after the product.
 //!
 //! A `Linear` layer's forward pass is `x·Wᵀ + b`, usually followed by relu. Unfused, the product
 //! writes a buffer that its only reader, the `[Add Relu]` kernel, reads back into another one.
@@ -14,14 +16,16 @@
 //! relu's output and `g` the product that carries the gradient back through the next layer: the
 //! same pattern, with a matrix of the product's shape instead of a bias row.
 //!
-//! Every value is computed by the same instructions on the same operands, in the same order, as
+//! Every value is computed by the same operations on the same operands, in the same order, as
 //! the kernel would have used (`execute`, which every kernel path agrees with bit for bit; for
-//! the mask, the scalar operations `execute` runs for it), so whether a product takes its
-//! epilogue changes no value.
+//! the mask, the scalar operations `execute` runs for it; on the panels, the same operations in
+//! vectors, with the kernel's choice of NaN where two meet in a sum), so whether a product takes
+//! its epilogue changes no value.
 
 use super::execute::execute;
 use super::kernel::{BLOCK, Instr, as_uninit, repeat_period, return_scratch, scratch_block};
 use super::ops::{BinaryOp, UnaryOp, binary_f32};
+use super::panel_gemm::Finish;
 use super::parallel;
 use super::replay::{KernelPlan, Source};
 use super::view::View;
@@ -35,6 +39,9 @@ pub(super) struct Epilogue {
     relu: bool,
     mask: Option<Mask>,
 }
+
+/// An epilogue's bias row, or its mask's value and matrix.
+type Operands<'a> = (Option<&'a [f32]>, Option<(f32, &'a [f32])>);
 
 /// The most operands an epilogue reads besides the product.
 pub(super) const MAX_SOURCES: usize = 2;
@@ -174,18 +181,10 @@ impl Epilogue {
     /// # Panics
     /// If a buffer is missing or shorter than the epilogue reads (an internal error).
     pub(super) fn apply(&self, buffers: &[&[f32]], out: &mut [f32], n: usize) {
-        assert_eq!(buffers.len(), self.sources().count(), "one buffer per source");
         if n == 0 || out.is_empty() {
             return;
         }
-        let (bias, mask) = match (&self.bias, &self.mask) {
-            (Some(b), _) => (Some(&buffers[0][b.offset..][..n]), None),
-            (None, Some(m)) => {
-                let scalar = buffers[0][m.scalar.1];
-                (None, Some((scalar, &buffers[1][m.matrix.1..][..out.len()])))
-            }
-            (None, None) => (None, None),
-        };
+        let (bias, mask) = self.operands(buffers, n, out.len());
         let chunk = super::kernel::PARALLEL_CHUNK;
         if out.len() < 2 * chunk || parallel::threads() == 1 {
             return match mask {
@@ -202,6 +201,38 @@ impl Epilogue {
             }
             None => self.apply_rows(bias, part, n),
         });
+    }
+
+    /// The epilogue as the packed panels apply it to an `m×n` output (see [`Finish`]), reading
+    /// `buffers` as [`apply`](Epilogue::apply) does: they must outlive every use of the result.
+    ///
+    /// # Panics
+    /// If a buffer is missing or shorter than the epilogue reads (an internal error).
+    pub(super) fn finish(&self, buffers: &[&[f32]], (m, n): (usize, usize)) -> Finish {
+        let (bias, mask) = self.operands(buffers, n, m * n);
+        Finish {
+            bias: bias.map(|b| (b.as_ptr(), self.bias.as_ref().is_some_and(|b| b.first))),
+            relu: self.relu,
+            mask: mask.map(|(s, y)| (s, y.as_ptr())),
+        }
+    }
+
+    /// The bias row (`n` values), or the mask's value and matrix (`len` values), that
+    /// [`apply`](Epilogue::apply) reads from `buffers`, the buffers of
+    /// [`sources`](Epilogue::sources) in order.
+    ///
+    /// # Panics
+    /// If a buffer is missing or shorter than that (an internal error).
+    fn operands<'a>(&self, buffers: &[&'a [f32]], n: usize, len: usize) -> Operands<'a> {
+        assert_eq!(buffers.len(), self.sources().count(), "one buffer per source");
+        match (&self.bias, &self.mask) {
+            (Some(b), _) => (Some(&buffers[0][b.offset..][..n]), None),
+            (None, Some(m)) => {
+                let scalar = buffers[0][m.scalar.1];
+                (None, Some((scalar, &buffers[1][m.matrix.1..][..len])))
+            }
+            (None, None) => (None, None),
+        }
     }
 
     /// [`Epilogue::apply`] on one thread, in pieces of at most a block: whole rows, or parts of

@@ -8,16 +8,27 @@
 //! results, bit for bit.
 
 use super::few_rows::FewRows;
-use super::panel_gemm::Product;
+use super::panel_gemm::{Finish, Product};
 use super::panels_avx2::PanelsAvx2;
 use super::small_gemm::{self, Matrix};
 use super::storage::Storage;
 use super::view::View;
 use crate::shape::runtime::numel;
 
-/// `a [.., m, k] x b [.., k, n]` into a fresh row-major `[.., m, n]`, and which code computed it
-/// (for the trace). Neither view may be masked (the scheduler copies padded operands first).
-pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storage, &'static str) {
+/// `a [.., m, k] x b [.., k, n]` into a fresh row-major `[.., m, n]`, which code computed it (for
+/// the trace), and whether C went through `finish` (a product's epilogue): on the packed panels
+/// of B, with one batch; elsewhere the caller applies the epilogue to C. Neither view may be
+/// masked (the scheduler copies padded operands first).
+///
+/// # Safety
+/// `finish`'s operands must be readable as `Finish::apply` says, for C's `m×n` values.
+pub(crate) unsafe fn run(
+    a: &[f32],
+    a_view: &View,
+    b: &[f32],
+    b_view: &View,
+    finish: Option<Finish>,
+) -> (Storage, &'static str, bool) {
     let (sa, sb) = (a_view.shape(), b_view.shape());
     let rank = sa.len();
     let (m, k, n) = (sa[rank - 2], sa[rank - 1], sb[rank - 1]);
@@ -29,7 +40,7 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
         .and_then(|bm| bm.checked_mul(n))
         .expect("matmul output size fits usize");
     if m == 0 || n == 0 || k == 0 || batches == 0 {
-        return (super::alloc::output_filled(len, 0.0), "nothing (empty)"); // an empty sum is 0
+        return (super::alloc::output_filled(len, 0.0), "nothing (empty)", false); // an empty sum is 0
     }
     // sgemm with β = 0 writes every element of C without reading it, so the output is not
     // zeroed first (that pass cost about 3 % of a 784→512→256→10 training step).
@@ -45,6 +56,9 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
     let mut index = vec![0usize; batch_shape.len()];
     // Every batch has the same sizes and strides, so takes the same path.
     let mut path = "sgemm";
+    // Only with one batch: a block of rows of C is then C's own rows.
+    let finish = finish.filter(|_| batches == 1);
+    let mut finished = false;
     for batch in 0..batches {
         let offset = |view: &View, strides: &[isize]| {
             view.offset()
@@ -81,12 +95,14 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
             super::alloc::keep(product.into_a_tiles());
         } else if let Some(product) = Product::new((m, k, n), a_matrix, b_matrix) {
             path = "packed panels of B";
-            // SAFETY: as for sgemm below.
-            unsafe { run_panels(&product, macs, c) };
-        } else if let Some(blocks) = row_blocks((m, k, n), a_matrix, b_matrix) {
+            // SAFETY: as for sgemm below, and as this function's contract says for `finish`.
+            unsafe { run_panels(&product.finishing(finish), macs, c) };
+            finished = finish.is_some();
+        } else if let Some(blocks) = row_blocks((m, k, n), a_matrix, b_matrix, finish) {
             path = "packed panels of B, by blocks of rows";
             // SAFETY: as for sgemm below.
             unsafe { run_row_blocks(&blocks, n, macs, c) };
+            finished = finish.is_some();
         } else if let Some((product, b_copy)) = (n < Product::MIN_WIDTH)
             // SAFETY: B lies within its buffer (checked above).
             .then(|| unsafe { narrow_transposed((m, k, n), a_matrix, b_matrix) })
@@ -178,7 +194,7 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
     }
     // SAFETY: the batches' m×n blocks tile the first `len` elements, and each was written.
     unsafe { out.set_len(len) };
-    (out, path)
+    (out, path, finished)
 }
 
 /// Products of blocks of A's rows, each with the first row it writes in C, of nearly equal
@@ -195,14 +211,22 @@ pub(crate) fn run(a: &[f32], a_view: &View, b: &[f32], b_view: &View) -> (Storag
 /// took 1.62–1.68 times sgemm's time by blocks and 0.98–1.06 on sgemm, the weight gradient of a
 /// 784→512 layer at batch 1024 (`[512, 1024] x [1024, 784]`) 1.36–1.44 and 0.97–1.00; on two
 /// threads, 11.2 → 7.3 ms and 3.65 → 2.71 ms.
-fn row_blocks((m, k, n): (usize, usize, usize), a: Matrix, b: Matrix) -> Option<Vec<(usize, Product)>> {
+fn row_blocks(
+    (m, k, n): (usize, usize, usize),
+    a: Matrix,
+    b: Matrix,
+    finish: Option<Finish>,
+) -> Option<Vec<(usize, Product)>> {
     if a.strides.1 != 1 {
         return None;
     }
     let per = Product::block_rows(m, k)?;
     (0..m)
         .step_by(per)
-        .map(|i0| Some((i0, Product::new((per.min(m - i0), k, n), a.at(i0, 0), b)?)))
+        .map(|i0| {
+            let block = Product::new((per.min(m - i0), k, n), a.at(i0, 0), b)?;
+            Some((i0, block.finishing(finish.map(|f| f.starting_at_row(i0, n)))))
+        })
         .collect()
 }
 
@@ -702,7 +726,7 @@ mod tests {
             true => View::contiguous(&[k, n]),
             false => View::contiguous(&[n, k]).permute(&[1, 0]),
         };
-        run(&a, &View::contiguous(&[m, k]), &b, &b_view).1
+        unsafe { run(&a, &View::contiguous(&[m, k]), &b, &b_view, None) }.1
     }
 
     /// For each shape and each layout of A and B (by rows or by columns), seeded values with
@@ -733,7 +757,7 @@ mod tests {
                 };
                 let (a_view, a_strides) = layout(m, k, a_rows);
                 let (b_view, b_strides) = layout(k, n, b_rows);
-                let (got, path) = run(&a, &a_view, &b, &b_view);
+                let (got, path, _) = unsafe { run(&a, &a_view, &b, &b_view, None) };
                 let matrix = |values: &[f32], strides| Matrix {
                     ptr: values.as_ptr(),
                     strides,

@@ -68,6 +68,93 @@ pub(super) struct Product {
     b: Matrix,
     /// A is read from a copy in tiles (see [`Product::with_a_tiles`]), not through `a`'s strides.
     a_tiled: bool,
+    /// What C's values go through once they are final.
+    finish: Option<Finish>,
+}
+
+/// A product's epilogue as the panels apply it (see `epilogue`): a bias row added to C's rows
+/// (`b + p` where `first`, else `p + b`), then relu, or relu's gradient mask `where(y <= s, s,
+/// p)`. Each tile of C goes through it as soon as its last depth block is written, on the thread
+/// that computed it, while the tile is in L1. As a pass over C after the product, on two threads
+/// half of each row came from the other core's cache, and at a batch of 4096 all of C from L3:
+/// `[4096, 784] x [784, 512]ᵀ + b, relu` took 0.68–0.85 ms more than the product alone on one
+/// thread, and takes 0.01–0.13 more this way (two builds alternating); the 784→512→256→10
+/// training step at batch 128 on two threads, median paired ratio 0.993 in eight pairs (one
+/// thread 0.998 in twelve). Each value goes through the same operations as the unfused kernel's,
+/// in the same order.
+#[derive(Clone, Copy)]
+#[cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, reason = "the path is x86-64's")
+)]
+pub(super) struct Finish {
+    /// The bias row (C's width), and whether it is the sum's first operand.
+    pub(super) bias: Option<(*const f32, bool)>,
+    pub(super) relu: bool,
+    /// `s` and `y` (row-major, C's shape) of the mask.
+    pub(super) mask: Option<(f32, *const f32)>,
+}
+
+impl Finish {
+    /// The same, for a product whose C starts at row `row` of this one's (row length `n`).
+    pub(super) fn starting_at_row(self, row: usize, n: usize) -> Finish {
+        Finish {
+            mask: self.mask.map(|(s, y)| (s, y.wrapping_add(row * n))),
+            ..self
+        }
+    }
+
+    /// Applies it to rows `rows` and columns `columns` of C (at `c`, row length `n`).
+    ///
+    /// # Safety
+    /// `c` is valid for reading and writing those values, the bias row for reading `n` values and
+    /// `y` for reading those rows of `n`; the CPU has AVX-512F.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn apply(self, c: *mut f32, n: usize, rows: Range<usize>, columns: Range<usize>) {
+        use std::arch::x86_64::*;
+        /// The bit that makes a NaN quiet.
+        const QUIET: i32 = 0x0040_0000;
+        let zero = _mm512_setzero_ps();
+        for r in rows {
+            for j in columns.clone().step_by(LANES) {
+                // The lanes of this vector within `columns`: a masked load reads no others.
+                let lanes = (1u32 << LANES.min(columns.end - j)) - 1;
+                let lanes = lanes as __mmask16;
+                let at = r * n + j;
+                // SAFETY (each access): value `at` of C or `y`, `j` of the bias row, and the
+                // vector's other lanes in `columns`, as this function's contract says.
+                let mut p = unsafe { _mm512_maskz_loadu_ps(lanes, c.add(at)) };
+                if let Some((bias, first)) = self.bias {
+                    let b = unsafe { _mm512_maskz_loadu_ps(lanes, bias.add(j)) };
+                    let (x, y) = if first { (b, p) } else { (p, b) };
+                    // Where both are NaN, the unfused kernel's sum is x's, quieted; which operand
+                    // the instruction takes first is the compiler's choice, so it is set here.
+                    let quiet_x = _mm512_or_si512(_mm512_castps_si512(x), _mm512_set1_epi32(QUIET));
+                    let x_nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+                    p = _mm512_mask_mov_ps(_mm512_add_ps(x, y), x_nan, _mm512_castsi512_ps(quiet_x));
+                }
+                if self.relu {
+                    // `if x < 0 { 0 } else { x }`: NaN and -0.0 pass.
+                    p = _mm512_mask_mov_ps(p, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(p, zero), zero);
+                }
+                if let Some((s, y)) = self.mask {
+                    let (s, y) = (_mm512_set1_ps(s), unsafe {
+                        _mm512_maskz_loadu_ps(lanes, y.add(at))
+                    });
+                    // `y <= s` is false where `y` is NaN: `p` passes there.
+                    p = _mm512_mask_mov_ps(p, _mm512_cmp_ps_mask::<_CMP_LE_OQ>(y, s), s);
+                }
+                unsafe { _mm512_mask_storeu_ps(c.add(at), lanes, p) };
+            }
+        }
+    }
+
+    /// Not reached: the packed panels run only where AVX-512 was detected.
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe fn apply(self, _: *mut f32, _: usize, _: Range<usize>, _: Range<usize>) {
+        unreachable!("the packed panels run only on x86-64 with AVX-512")
+    }
 }
 
 // SAFETY: a `Product` only describes its operands, which it reads; each call of `run` writes
@@ -109,7 +196,13 @@ impl Product {
             a,
             b,
             a_tiled: false,
+            finish: None,
         })
+    }
+
+    /// The product with C's values going through `finish` once they are final.
+    pub(super) fn finishing(self, finish: Option<Finish>) -> Product {
+        Product { finish, ..self }
     }
 
     /// The product reading a column-major A (a weight gradient's `dYᵀ`) from a copy laid out
@@ -279,6 +372,7 @@ impl Product {
         let product = Product {
             dims: (rows.len(), self.dims.1, self.dims.2),
             a: self.a_at(rows.start, 0),
+            finish: self.finish.map(|f| f.starting_at_row(rows.start, self.dims.2)),
             ..*self
         };
         (rows.start, product)
@@ -286,13 +380,15 @@ impl Product {
 
     /// Computes columns `columns` of C (all of their rows), by panels from `columns.start`, a
     /// multiple of 16 (see [`panel_columns`](Product::panel_columns) and
-    /// [`part_columns`](Product::part_columns)).
+    /// [`part_columns`](Product::part_columns)), each through the product's [`Finish`] if it
+    /// has one.
     ///
     /// # Safety
     /// `a` and `b` with their strides must address `m×k` and `k×n` matrices within their
     /// allocations (for a product from [`with_a_tiles`](Product::with_a_tiles), its copy of A
     /// is still alive); `c` must be valid for writing `m×n` row-major values that alias
-    /// neither, and no other thread may write these columns meanwhile.
+    /// neither, and no other thread may write these columns meanwhile; a finish's operands
+    /// are readable as [`Finish::apply`] says.
     pub(super) unsafe fn run(&self, c: *mut f32, columns: Range<usize>) {
         debug_assert!(columns.start.is_multiple_of(LANES) && columns.end <= self.dims.2);
         // SAFETY: `new` checked that the CPU has AVX-512F; the rest is the caller's promise.
@@ -317,11 +413,17 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, columns: Range<usize>) {
         dims: (m, k, n),
         a,
         b,
+        finish,
         ..
     } = *product;
     let columns = if m == 1 && b.strides.1 == 1 {
         // SAFETY: as this function's contract says.
-        unsafe { vector_strips(k, a, b, c, columns) }
+        let rest = unsafe { vector_strips(k, a, b, c, columns.clone()) };
+        if let Some(finish) = finish {
+            // SAFETY: as this function's contract says; the strips' values are final.
+            unsafe { finish.apply(c, n, 0..1, columns.start..rest.start) };
+        }
+        rest
     } else {
         columns
     };
@@ -363,6 +465,8 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, columns: Range<usize>) {
                 b_panel
             };
             let first = p0 == 0;
+            // The epilogue, on each tile of the last depth block once it is written (in L1).
+            let finish = finish.filter(|_| p0 + depth == k);
             let mut i0 = 0;
             while i0 < m {
                 let rows = match m - i0 {
@@ -374,6 +478,9 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, columns: Range<usize>) {
                 let (a_tile, c_tile) = (product.a_at(i0, p0), c.wrapping_add(i0 * n + j0));
                 if i0 + 2 * ROWS <= m {
                     prefetch_tile(c_tile.wrapping_add(ROWS * n), n, cols);
+                    if let Some((_, y)) = finish.and_then(|f| f.mask) {
+                        prefetch_tile(y.wrapping_add((i0 + ROWS) * n + j0), n, cols);
+                    }
                 }
                 let copy_b = (copied_by_tile && i0 == 0).then_some(panel_ptr);
                 let b_panel = if copy_b.is_some() { b.at(p0, j0) } else { b_panel };
@@ -396,6 +503,10 @@ unsafe fn run_avx512(product: &Product, c: *mut f32, columns: Range<usize>) {
                         2 => tile.run::<2>(a_tile, b_panel, c_tile),
                         _ => tile.run::<1>(a_tile, b_panel, c_tile),
                     }
+                }
+                if let Some(finish) = finish {
+                    // SAFETY: as this function's contract says; the tile's values are final.
+                    unsafe { finish.apply(c, n, i0..i0 + rows, j0..j0 + cols) };
                 }
                 i0 += rows;
             }

@@ -387,14 +387,28 @@ fn run_matmul(node: &Node, a: &LazyBuffer, b: &LazyBuffer, epilogue: Option<(&Ep
     });
     let (ab, av) = operand(a);
     let (bb, bv) = operand(b);
-    let (mut out, path) = matmul::run(&ab, &av, &bb, &bv);
-    let mut ops = 1;
-    if let Some((epilogue, buffers)) = &epilogue {
-        let n = node.shape.last().copied().unwrap_or(1);
+    let values = epilogue.as_ref().map(|(epilogue, buffers)| {
         let values = buffers
             .each_ref()
             .map(|b| b.as_deref().map_or(&[][..], |b| &b[..]));
-        epilogue.apply(&values[..epilogue.sources().count()], &mut out, n);
+        (*epilogue, values)
+    });
+    // C's rows and columns (of each batch; `matmul::run` takes the epilogue only with one).
+    let (m, n) = match node.shape[..] {
+        [.., m, n] => (m, n),
+        _ => (1, node.shape.last().copied().unwrap_or(1)),
+    };
+    let sources = |epilogue: &Epilogue| epilogue.sources().count();
+    let finish =
+        (values.as_ref()).map(|(epilogue, values)| epilogue.finish(&values[..sources(epilogue)], (m, n)));
+    // SAFETY: `finish` reads the epilogue's buffers, alive until this function returns, within
+    // the lengths `Epilogue::finish` checked.
+    let (mut out, path, finished) = unsafe { matmul::run(&ab, &av, &bb, &bv, finish) };
+    let mut ops = 1;
+    if let Some((epilogue, values)) = &values {
+        if !finished {
+            epilogue.apply(&values[..sources(epilogue)], &mut out, n);
+        }
         ops += epilogue.ops();
     }
     let trace = trace.map(|(what, started)| {
