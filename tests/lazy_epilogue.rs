@@ -163,6 +163,7 @@ fn relus_gradient_mask_runs_with_the_product() {
             [272, 64, 272],
             true,
         ),
+        ("packed panels, one row by strips", [1, 600, 200], false),
         ("sgemm, narrow", [40, 300, 5], false),
         ("output split between threads", [128, 40, 300], false),
     ];

@@ -138,7 +138,9 @@ impl Epilogue {
     /// Leaf `s` as one value read everywhere, if it is one (and not the product).
     fn scalar(plan: &KernelPlan, s: usize, product: usize) -> Option<(Source, usize)> {
         let (source, view) = plan.leaves.get(s)?;
-        let everywhere = view.mask().is_none() && view.strides().iter().all(|&stride| stride == 0);
+        // A stride along a size-1 axis never moves (a `[1, n]` output's `s` built at its shape).
+        let still = |(&stride, &size): (&isize, &usize)| stride == 0 || size == 1;
+        let everywhere = view.mask().is_none() && view.strides().iter().zip(view.shape()).all(still);
         let other = is_operand(source, product);
         (everywhere && other).then(|| (source.clone(), view.offset() as usize))
     }
