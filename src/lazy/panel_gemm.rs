@@ -75,7 +75,8 @@ pub(super) struct Product {
 /// A product's epilogue as the panels apply it (see `epilogue`): a bias row added to C's rows
 /// (`b + p` where `first`, else `p + b`), then relu, or relu's gradient mask `where(y <= s, s,
 /// p)`. Each tile of C goes through it as soon as its last depth block is written, on the thread
-/// that computed it, while the tile is in L1. As a pass over C after the product, on two threads
+/// that computed it, while the tile is in L1 (a single row of C read by strips, once its strips
+/// are summed). As a pass over C after the product, on two threads
 /// half of each row came from the other core's cache, and at a batch of 4096 all of C from L3:
 /// `[4096, 784] x [784, 512]ᵀ + b, relu` took 0.68–0.85 ms more than the product alone on one
 /// thread, and takes 0.01–0.13 more this way (two builds alternating); the 784→512→256→10
