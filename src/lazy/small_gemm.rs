@@ -48,6 +48,16 @@ const MIN_COLS: usize = LANES + 1;
 /// product's whole tiles won (fastest of seven runs): `[128, 32] x [32, 17]` 2.4 against 3.3
 /// µs, `[128, 64] x [64, 40]` 7.0 against 9.5, `[32, 128] x [128, 20]` 2.6 against 4.2.
 const SHALLOW: usize = 16;
+/// The narrowest C that a product with A by columns computes one vector per row (where it is
+/// shallow or C is one vector wide) rather than as its transpose. That transpose reads Aᵀ's
+/// rows in place, and stores C a value at a time: a few values a row cost less than a vector
+/// operation per row and step of `k`. On an AMD EPYC with AVX-512 (Zen 5), one thread, fastest
+/// of five alternating runs, the vector against the transpose: `[2000, 2] x [2, 16]` 0.19 of
+/// its time, `[384, 8] x [8, 16]` 0.43, `[457, 13] x [13, 16]` 0.50, `[256, 32] x [32, 16]`
+/// 0.72, `[1182, 11] x [11, 15]` 0.80, `[500, 16] x [16, 14]` 0.94, `[300, 8] x [8, 13]` 0.85;
+/// narrower, `[1000, 16] x [16, 12]` 1.04, `[800, 6] x [6, 11]` 1.02, `[128, 16] x [16, 10]`
+/// 1.15, `[1000, 16] x [16, 8]` 1.42, `[1000, 16] x [16, 4]` 2.20.
+const COLUMN_A_WIDTH: usize = 13;
 /// The deepest product the AVX2 tile takes for a C of few rows (see [`fits_deep_avx2`]): 256
 /// rows of a 16-column tile fill the panel, and sgemm's AVX2 kernel sums 256 products in one
 /// chain too, so the bits stay sgemm's. A classifier's products ran on sgemm, whose 8-row tiles
@@ -192,19 +202,25 @@ unsafe fn run_with(isa: Isa, (m, k, n): (usize, usize, usize), a: Matrix, b: Mat
         // as a whole tile, or the product is shallow (so those stores are most of its work),
         // copying B costs less.
         (true, _) if n >= COLS || k <= SHALLOW => ((m, k, n), a, b, c_strides),
-        (_, true) if a.strides.0 == 1 => transposed(),
-        (true, _) => ((m, k, n), a, b, c_strides),
-        // A C at most one vector wide, A by rows: one vector per row of C rather than the
-        // transpose, which copies Aᵀ and stores C a value at a time, where the product is
-        // shallow (those are then most of its work) or the vector is full. On an Intel Xeon
-        // with AVX-512, one thread, best of 7, against sgemm: `[384, 8] x [8, 16]` 0.79 of its
-        // time (3.05 as the transpose), `[823, 3] x [3, 13]` 0.60 (1.66), `[1182, 11] x [11,
-        // 15]` 0.56 (1.30), `[1000, 16] x [16, 8]` 0.64 (0.84), `[52, 39] x [39, 16]` 0.88
-        // (1.80), `[256, 32] x [32, 16]` 0.70 (1.35); deeper and narrower, the transpose won:
-        // `[1000, 64] x [64, 4]` 0.45 against 0.61, `[32, 128] x [128, 10]ᵀ` 0.75 against 1.3.
-        (_, true) if isa == Isa::Avx512 && n < MIN_COLS && (k <= SHALLOW || n == LANES) => {
+        // A C at most one vector wide: one vector per row of C rather than the transpose,
+        // which stores C a value at a time (and with A by rows copies Aᵀ), where the product is
+        // shallow (those stores are then most of its work) or the vector is full. On an Intel
+        // Xeon with AVX-512, one thread, best of 7, A by rows against sgemm: `[384, 8] x [8,
+        // 16]` 0.79 of its time (3.05 as the transpose), `[823, 3] x [3, 13]` 0.60 (1.66),
+        // `[1182, 11] x [11, 15]` 0.56 (1.30), `[1000, 16] x [16, 8]` 0.64 (0.84), `[52, 39] x
+        // [39, 16]` 0.88 (1.80), `[256, 32] x [32, 16]` 0.70 (1.35); deeper and narrower, the
+        // transpose won: `[1000, 64] x [64, 4]` 0.45 against 0.61, `[32, 128] x [128, 10]ᵀ`
+        // 0.75 against 1.3. With A by columns, only where C is [`COLUMN_A_WIDTH`] wide or more.
+        (_, true)
+            if isa == Isa::Avx512
+                && n < MIN_COLS
+                && (k <= SHALLOW || n == LANES)
+                && (a.strides.0 != 1 || n >= COLUMN_A_WIDTH) =>
+        {
             ((m, k, n), a, b, c_strides)
         }
+        (_, true) if a.strides.0 == 1 => transposed(),
+        (true, _) => ((m, k, n), a, b, c_strides),
         (_, true) => transposed(),
         _ => return false,
     };
