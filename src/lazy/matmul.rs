@@ -79,6 +79,19 @@ pub(crate) unsafe fn run(
             strides: (bst[rank - 2], bst[rank - 1]),
         };
         let c = c.as_mut_ptr().cast::<f32>();
+        let narrow_both_ways = m.max(n) < Product::MIN_WIDTH && macs >= COPY_MIN_MACS;
+        // A product narrow both ways with both operands by columns runs as its transpose,
+        // whose operands are by rows, where that computes no more vectors: the narrow panels
+        // compute `m` rows of `n.div_ceil(16)` vectors at each step along `k`. On an AMD EPYC
+        // (Zen 5), one thread, fastest of five alternating runs: `[16, 1347] x [1347, 4]` 0.29
+        // of the time, `[10, 3000] x [3000, 10]` 0.46, `[16, 1000] x [1000, 16]` 0.93; with
+        // more vectors, `[4, 900] x [900, 20]` had taken 1.31.
+        let by_columns = |x: Matrix| x.strides.0 == 1 && x.strides.1 != 1;
+        let vectors = |rows: usize, cols: usize| rows * cols.div_ceil(small_gemm::LANES);
+        let transpose_narrow = narrow_both_ways
+            && by_columns(a_matrix)
+            && by_columns(b_matrix)
+            && vectors(n, m) <= vectors(m, n);
         // Products large enough to split between threads skip the direct tile: packed panels
         // and sgemm share them between threads.
         // SAFETY: as for sgemm below.
@@ -105,13 +118,14 @@ pub(crate) unsafe fn run(
             finished = finish.is_some();
         } else if let Some((product, b_copy)) = (n < Product::MIN_WIDTH)
             // SAFETY: B lies within its buffer (checked above).
-            .then(|| unsafe { narrow_transposed((m, k, n), a_matrix, b_matrix) })
+            .then(|| unsafe { narrow_transposed((m, k, n), a_matrix, b_matrix, transpose_narrow) })
             .flatten()
         {
             // A narrow C (a matrix times a vector, a classifier's few outputs) as its
             // transpose `Cᵀ = Bᵀ·Aᵀ`, which is wide: sgemm spent 16 lanes of its kernel on one
             // column (3.7 times PyTorch's time), and `[128, 256] x [256, 10]` took 60 µs on it.
-            // Each element is the same chain of fused multiply-adds either way.
+            // Each element is the same chain of fused multiply-adds either way. So, too, one
+            // narrow both ways (`transpose_narrow`).
             path = match b_copy {
                 None => "packed panels of Aᵀ (the transposed product)",
                 Some(_) => "packed panels of Aᵀ (the transposed product, Bᵀ copied by rows)",
@@ -149,7 +163,7 @@ pub(crate) unsafe fn run(
             // SAFETY: as for sgemm below.
             unsafe { run_panels(&product, macs, c) };
             super::alloc::keep(a_copy);
-        } else if let Some(product) = (m.max(n) < Product::MIN_WIDTH && macs >= COPY_MIN_MACS)
+        } else if let Some(product) = narrow_both_ways
             .then(|| Product::any_width((m, k, n), a_matrix, b_matrix))
             .flatten()
         {
@@ -259,7 +273,8 @@ unsafe fn run_row_blocks(blocks: &[(usize, Product)], n: usize, macs: usize, c: 
 /// with the copy of Bᵀ it reads. The panels read an A of one tile of rows (at most eight) only
 /// by rows, so a B of at most eight columns read by rows is first copied into a row-major Bᵀ
 /// (`n·k` values, against the `m·k·n` multiply-adds): on sgemm, `[1024, 256] x [256, 4]` took
-/// 550 µs and `[4096, 128] x [128, 2]` 1.07 ms here (2–4 GFLOP/s).
+/// 550 µs and `[4096, 128] x [128, 2]` 1.07 ms here (2–4 GFLOP/s). With `any_width`, the
+/// transposed product is taken however narrow (see [`Product::any_width`]).
 ///
 /// # Safety
 /// `b` with its strides must address a `k×n` matrix within its allocation.
@@ -267,19 +282,20 @@ unsafe fn narrow_transposed(
     (m, k, n): (usize, usize, usize),
     a: Matrix,
     b: Matrix,
+    any_width: bool,
 ) -> Option<(Product, Option<Storage>)> {
-    if let Some(product) = Product::new((n, k, m), b.transposed(), a.transposed()) {
+    let take = |bt: Matrix| match any_width {
+        true => Product::any_width((n, k, m), bt, a.transposed()),
+        false => Product::new((n, k, m), bt, a.transposed()),
+    };
+    if let Some(product) = take(b.transposed()) {
         return Some((product, None));
     }
     if b.strides.1 != 1 || m.saturating_mul(k).saturating_mul(n) < COPY_MIN_MACS {
         return None;
     }
     // SAFETY: Bᵀ lies within B's allocation (the caller's promise).
-    let taken = unsafe {
-        on_row_major_copy((n, k), b.transposed(), |bt| {
-            Product::new((n, k, m), bt, a.transposed())
-        })
-    };
+    let taken = unsafe { on_row_major_copy((n, k), b.transposed(), take) };
     taken.map(|(product, copy)| (product, Some(copy)))
 }
 
@@ -615,9 +631,10 @@ mod tests {
     }
 
     /// A product narrow both ways (fewer than a panel's columns and rows) and too deep for the
-    /// direct tile runs on narrow panels: still sgemm's results bit for bit, in every layout,
-    /// across depth blocks, with special values. Only a column-major A of at most a tile of rows
-    /// times a B by rows is left to sgemm.
+    /// direct tile runs on narrow panels, with both operands by columns as its transpose where
+    /// that computes no more vectors: still sgemm's results bit for bit (NaN payloads aside), in
+    /// every layout, across depth blocks, with special values. Only a column-major A of at most
+    /// a tile of rows times a B by rows is left to sgemm.
     #[test]
     fn products_narrow_both_ways_are_sgemm_bit_for_bit() {
         let shapes = [
@@ -628,8 +645,11 @@ mod tests {
             (20, 700, 9),
             (4, 900, 20),
         ];
-        for_each_layout(8, &shapes, |(m, _, _), (a_rows, b_rows), path| {
+        for_each_layout(8, &shapes, |(m, _, n), (a_rows, b_rows), path| {
+            let vectors = |rows: usize, cols: usize| rows * cols.div_ceil(16);
+            let transposed = !a_rows && !b_rows && vectors(n, m) <= vectors(m, n);
             (path == "sgemm") == (!a_rows && m <= 8 && b_rows)
+                && path.starts_with("packed panels of Aᵀ") == transposed
         });
     }
 
