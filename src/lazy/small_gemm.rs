@@ -40,8 +40,9 @@ const ROWS: usize = 4;
 /// the transposed product, since a C 10 wide is packed and stored a value at a time.
 const MIN_COLS: usize = LANES + 1;
 /// Up to this depth, a product with both operands read by columns copies B rather than run
-/// as its transpose (see [`run_with`]), however narrow C; at any depth where C is as wide as a
-/// tile. One thread, against the transposed product, medians of 20 alternating runs:
+/// as its transpose (see [`run_with`]), however narrow C; at any depth where C is more than two
+/// vectors wide (at first, a whole tile). On a machine before this one, one thread, against the
+/// transposed product, medians of 20 alternating runs:
 /// `[335, 2] x [2, 785]` 0.28 of its time, `[1000, 4] x [4, 32]` 0.22, `[500, 8] x [8, 40]`
 /// 0.48, `[128, 16] x [16, 128]` 0.39, `[128, 64] x [64, 128]` 0.68, `[64, 64] x [64, 64]`
 /// 0.80, `[200, 16] x [16, 17]` 1.03. Deeper and narrower than a tile, the transposed
@@ -198,10 +199,15 @@ unsafe fn run_with(isa: Isa, (m, k, n): (usize, usize, usize), a: Matrix, b: Mat
     );
     let (dims, a, b, c_strides) = match takes {
         (true, _) if b.strides.1 == 1 => ((m, k, n), a, b, c_strides),
-        // The transposed product stores C a value at a time, columns apart: where C is as wide
-        // as a whole tile, or the product is shallow (so those stores are most of its work),
-        // copying B costs less.
-        (true, _) if n >= COLS || k <= SHALLOW => ((m, k, n), a, b, c_strides),
+        // The transposed product stores C a value at a time, columns apart: where C is more
+        // than two vectors wide, or the product is shallow (so those stores are most of its
+        // work), copying B costs less. On an AMD EPYC (Zen 5), one thread, fastest of five
+        // alternating runs, A and B by columns, the copy against the transpose: `[200, 20] x
+        // [20, 60]` 0.56 of its time, `[122, 21] x [21, 43]` 0.62, `[379, 31] x [31, 58]` 0.66,
+        // `[100, 50] x [50, 33]` 0.94–0.95, `[128, 64] x [64, 40]` 0.95–1.04 (1.36 on a machine
+        // before: see `SHALLOW`); two vectors wide or less, `[125, 24] x [24, 23]` 0.86 but
+        // `[128, 32] x [32, 17]` 1.14 and `[32, 128] x [128, 20]` 1.43.
+        (true, _) if n > 2 * LANES || k <= SHALLOW => ((m, k, n), a, b, c_strides),
         // A C at most one vector wide: one vector per row of C rather than the transpose,
         // which stores C a value at a time (and with A by rows copies Aᵀ), where the product is
         // shallow (those stores are then most of its work) or the vector is full. On an Intel
